@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lmittmann/tint"
+	"golang.org/x/term"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/cluster"
+	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/source"
+)
+
+// app is one configured recond: the wiring of flags to packages.
+type app struct {
+	opts  *options
+	log   *slog.Logger
+	rec   *reconcile.Reconciler
+	ready atomic.Bool
+}
+
+func newApp(o *options, stderr io.Writer) (*app, error) {
+	log, err := newLogger(o.logFormat, o.logLevel, stderr)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := cluster.New(cfg, o.namespace)
+	if err != nil {
+		return nil, err
+	}
+	cacheDir := o.cacheDir
+	if cacheDir == "" {
+		cacheDir = filepath.Join(os.TempDir(), "recond-cache")
+	}
+	src, err := source.New(source.Config{
+		URL: o.repo, Ref: o.ref, Path: o.path, CacheDir: cacheDir,
+		Username: o.gitUsername, PasswordFile: o.gitPasswordFile, TokenFile: o.gitTokenFile,
+		SSHKeyFile: o.gitSSHKeyFile, KnownHostsFile: o.gitKnownHostsFile,
+		InsecureSkipHostKeyCheck: o.insecureSkipHostKeyCheck,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log = log.With("namespace", o.namespace, "instance", o.name)
+	rcfg := reconcile.Config{
+		Namespace: o.namespace, Name: o.name, Path: o.path,
+		Prune: o.prune, SelfHeal: o.selfHeal, DryRun: o.dryRun, AllowEmpty: o.allowEmpty,
+	}
+	a := &app{opts: o, log: log}
+	a.rec = reconcile.New(rcfg, src, kube, log, reconcile.LogObserver{Log: log})
+	log.Info("recond starting", "version", version, "repo", src.DisplayURL(), "ref", o.ref, "path", o.path,
+		"interval", o.interval.String(), "prune", o.prune, "self_heal", o.selfHeal, "dry_run", o.dryRun)
+	return a, nil
+}
+
+// restConfig follows --kubeconfig, then in-cluster, then $KUBECONFIG and
+// ~/.kube/config.
+func restConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		}
+		return cfg, nil
+	}
+	if cfg, err := rest.InClusterConfig(); err == nil {
+		return cfg, nil
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no in-cluster config and no kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	f, ok := w.(*os.File)
+	tty := ok && term.IsTerminal(int(f.Fd()))
+	if format == "auto" {
+		format = "json"
+		if tty {
+			format = "text"
+		}
+	}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+	case "text":
+		return slog.New(tint.NewHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly, NoColor: !tty})), nil
+	}
+	return nil, fmt.Errorf("--log-format must be auto, text or json, not %q", format)
+}
+
+// run ticks until ctx is cancelled, serving /healthz and /readyz.
+func (a *app) run(ctx context.Context) int {
+	if a.opts.listen != "" {
+		ln, err := net.Listen("tcp", a.opts.listen)
+		if err != nil {
+			a.log.Error("listen", "error", err)
+			return 2
+		}
+		srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		a.log.Info("serving", "address", ln.Addr().String())
+	}
+	a.rec.Run(ctx, a.opts.interval, a.opts.tickTimeout, func(r *reconcile.Result) {
+		if r.Failure() == nil {
+			a.ready.Store(true)
+		}
+	})
+	a.log.Info("recond stopped")
+	return 0
+}
+
+func (a *app) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.ready.Load() {
+			http.Error(w, "no successful tick yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux
+}
+
+func (a *app) sync(ctx context.Context) int {
+	tctx, cancel := context.WithTimeout(ctx, a.opts.tickTimeout)
+	defer cancel()
+	if r := a.rec.Tick(tctx); r.Failure() != nil {
+		return 1
+	}
+	return 0
+}
+
+// diffJSON is the shape of `recond diff --output json`.
+type diffJSON struct {
+	Revision string       `json:"revision"`
+	Changes  []changeJSON `json:"changes"`
+}
+
+type changeJSON struct {
+	Kind   string           `json:"kind"`
+	Name   string           `json:"name"`
+	Action diff.Action      `json:"action"`
+	Fields []diff.FieldDiff `json:"fields,omitempty"`
+}
+
+func (a *app) diff(ctx context.Context, stdout io.Writer) int {
+	tctx, cancel := context.WithTimeout(ctx, a.opts.tickTimeout)
+	defer cancel()
+	r := a.rec.Plan(tctx)
+	if f := r.Failure(); f != nil {
+		return 2
+	}
+	if a.opts.output == "json" {
+		out := diffJSON{Revision: r.Revision, Changes: []changeJSON{}}
+		for _, c := range r.Changes {
+			out.Changes = append(out.Changes, changeJSON{Kind: c.Kind, Name: c.Name, Action: c.Action, Fields: c.Fields})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return 2
+		}
+	} else {
+		for _, c := range r.Changes {
+			fmt.Fprintln(stdout, strings.TrimRight(c.String(), "\n"))
+		}
+	}
+	if len(r.Changes) > 0 {
+		return 1
+	}
+	return 0
+}
+

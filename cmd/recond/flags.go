@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// options are the parsed flags.
+type options struct {
+	repo, ref, path     string
+	namespace, name     string
+	interval            time.Duration
+	tickTimeout         time.Duration
+	prune, selfHeal     bool
+	dryRun, allowEmpty  bool
+	kubeconfig          string
+	listen              string
+	logFormat, logLevel string
+	cacheDir            string
+	output              string
+
+	gitUsername, gitPasswordFile, gitTokenFile string
+	gitSSHKeyFile, gitKnownHostsFile           string
+	insecureSkipHostKeyCheck                   bool
+}
+
+// parseFlags reads the flags of cmd from RECOND_* environment variables and
+// then from args (args win).
+func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("recond "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.repo, "repo", "", "Git repository: a local path, file://, https://, ssh:// or git@host:path URL (required)")
+	fs.StringVar(&o.ref, "ref", "", "branch, tag or commit SHA to follow (default: the remote HEAD)")
+	fs.StringVar(&o.path, "path", ".", "directory in the repository holding the manifests (YAML/JSON files, or a kustomization)")
+	fs.StringVar(&o.namespace, "namespace", "", "namespace to manage (default: $POD_NAMESPACE, then the service account's namespace)")
+	fs.StringVar(&o.name, "name", "recond", "instance name, recorded in label recond.dev/instance; two instances in one namespace need different names")
+	fs.DurationVar(&o.interval, "interval", 3*time.Minute, "time between ticks")
+	fs.DurationVar(&o.tickTimeout, "tick-timeout", 0, "time limit of one tick (default: --interval)")
+	fs.BoolVar(&o.prune, "prune", true, "delete objects recond applied that left Git")
+	fs.BoolVar(&o.selfHeal, "self-heal", true, "write drift back at every tick; false: only report it until a new revision arrives")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "never write: validate with a server-side dry run and report")
+	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "allow an empty desired state (which prunes every owned object)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&o.listen, "listen", ":8080", "address for /healthz and /readyz (run only); empty disables")
+	fs.StringVar(&o.logFormat, "log-format", "auto", "auto, text or json (auto: text on a terminal, JSON otherwise)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.cacheDir, "cache-dir", "", "directory for the clone of a remote repository (default: a recond directory in the system temp dir)")
+	fs.StringVar(&o.gitUsername, "git-username", "", "HTTPS basic-auth user name (default \"git\" when a password or token file is given)")
+	fs.StringVar(&o.gitPasswordFile, "git-password-file", "", "file holding the HTTPS basic-auth password")
+	fs.StringVar(&o.gitTokenFile, "git-token-file", "", "file holding an HTTPS access token (sent as the basic-auth password)")
+	fs.StringVar(&o.gitSSHKeyFile, "git-ssh-key-file", "", "file holding the SSH private key")
+	fs.StringVar(&o.gitKnownHostsFile, "git-known-hosts-file", "", "known_hosts file to verify SSH host keys against (required for SSH)")
+	fs.BoolVar(&o.insecureSkipHostKeyCheck, "insecure-skip-host-key-check", false, "connect over SSH without verifying the host key")
+	if cmd == "diff" {
+		fs.StringVar(&o.output, "output", "text", "text or json")
+	}
+
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "RECOND_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := f.Value.Set(v); err != nil {
+				envErr = errors.Join(envErr, fmt.Errorf("%s=%q: %w", env, v, err))
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	switch {
+	case o.repo == "":
+		return nil, errors.New("--repo is required")
+	case o.interval <= 0:
+		return nil, errors.New("--interval must be positive")
+	case o.tickTimeout < 0:
+		return nil, errors.New("--tick-timeout must not be negative")
+	case o.output != "" && o.output != "text" && o.output != "json":
+		return nil, fmt.Errorf("--output must be text or json, not %q", o.output)
+	}
+	if o.tickTimeout == 0 {
+		o.tickTimeout = o.interval
+	}
+	if o.namespace == "" {
+		o.namespace = podNamespace()
+	}
+	if o.namespace == "" {
+		return nil, errors.New("--namespace is required outside a pod (no $POD_NAMESPACE, no service account namespace file)")
+	}
+	return o, nil
+}
+
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return ""
+}

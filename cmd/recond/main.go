@@ -1,0 +1,80 @@
+// Command recond holds one Kubernetes namespace against manifests in a Git
+// repository: `recond run` ticks forever, `recond sync` ticks once, `recond
+// diff` shows what a tick would change.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `recond holds a Kubernetes namespace against manifests in a Git repository.
+
+Usage:
+  recond run      tick now and every --interval, forever (serves /healthz, /readyz)
+  recond sync     tick once; exit 0 when the tick succeeded, 1 when it failed
+  recond diff     read, observe and diff; exit 0 no difference, 1 differences, 2 error
+  recond version  print the version
+
+Run "recond <command> -h" for the flags. Every flag can also be set in the
+environment as RECOND_<FLAG>, upper case, dashes as underscores
+(e.g. RECOND_SELF_HEAL=false).
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "recond %s\n", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "run", "sync", "diff":
+	default:
+		fmt.Fprintf(stderr, "recond: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	opts, err := parseFlags(cmd, args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "recond %s: %v\n", cmd, err)
+		return 2
+	}
+	app, err := newApp(opts, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "recond %s: %v\n", cmd, err)
+		return 2
+	}
+	switch cmd {
+	case "run":
+		return app.run(ctx)
+	case "sync":
+		return app.sync(ctx)
+	default:
+		return app.diff(ctx, stdout)
+	}
+}

@@ -1,0 +1,276 @@
+// Command demo shows recond holding a namespace: it starts a local
+// kube-apiserver and etcd, makes a Git repository from the example app, runs
+// `recond run` against them, then drifts the cluster and commits to Git while
+// recond runs, so that its log shows a first sync, a heal, an update and a
+// prune. It stops everything it started.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"recond.dev/recond/internal/testenv"
+)
+
+func main() {
+	recond := flag.String("recond", "bin/recond", "recond binary")
+	examples := flag.String("examples", "examples/demo-app", "manifests to put in the repository")
+	interval := flag.Duration("interval", 4*time.Second, "recond's --interval")
+	flag.Parse()
+	if err := demo(*recond, *examples, *interval); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("\n\033[1m== "+format+"\033[0m\n", args...)
+}
+
+func demo(recondBin, examples string, interval time.Duration) error {
+	ctx := context.Background()
+	say("starting kube-apiserver and etcd on 127.0.0.1")
+	start := time.Now()
+	cp, err := testenv.StartControlPlane()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		say("stopping the control plane")
+		_ = cp.Stop()
+	}()
+	fmt.Printf("control plane up in %s\n", time.Since(start).Round(time.Millisecond))
+	cs := cp.Client
+	const ns = "demo"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+
+	work, err := os.MkdirTemp("", "recond-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	repoDir := filepath.Join(work, "repo")
+	repo, err := newRepo(repoDir, examples)
+	if err != nil {
+		return err
+	}
+	say("made Git repository %s from %s (commit %s)", repoDir, examples, repo.head()[:12])
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, cp.KubeConfig, 0o600); err != nil {
+		return err
+	}
+
+	args := []string{"run", "--repo", repoDir, "--namespace", ns, "--kubeconfig", kubeconfig,
+		"--interval", interval.String(), "--listen", "127.0.0.1:0", "--log-format", "text",
+		"--cache-dir", filepath.Join(work, "cache")}
+	say("recond %s", strings.Join(args, " "))
+	cmd := exec.Command(recondBin, args...)
+	out, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout = os.Stdout
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ticks := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Println("  " + line)
+			if strings.Contains(line, " tick ") {
+				ticks <- line
+			}
+		}
+		close(ticks)
+	}()
+	defer func() {
+		say("stopping recond (SIGTERM)")
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		for range ticks {
+		}
+	}()
+	// waitTick waits for the next tick line that contains want.
+	waitTick := func(want string) error {
+		deadline := time.After(2 * time.Minute)
+		for {
+			select {
+			case line, ok := <-ticks:
+				if !ok {
+					return errors.New("recond exited")
+				}
+				if strings.Contains(line, want) {
+					return nil
+				}
+			case <-deadline:
+				return fmt.Errorf("no tick with %q within 2m", want)
+			}
+		}
+	}
+	if err := waitTick("outcome=applied"); err != nil {
+		return err
+	}
+	if err := waitTick("outcome=converged"); err != nil {
+		return err
+	}
+
+	say("drift: scaling Deployment/web to 5 replicas, as `kubectl scale` would")
+	if err := scale(ctx, cs, ns, 5); err != nil {
+		return err
+	}
+	if err := waitTick("outcome=applied"); err != nil {
+		return err
+	}
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Deployment/web has %d replicas again (Git says 2)\n", *d.Spec.Replicas)
+
+	say("new commit: image nginx:1.27 -> nginx:1.28 and a new greeting")
+	sha, err := repo.edit("image bump", map[string]func(string) string{
+		"deployment.yaml": func(s string) string { return strings.Replace(s, "nginx:1.27", "nginx:1.28", 1) },
+		"configmap.yaml":  func(s string) string { return strings.Replace(s, "greeting: hello", "greeting: bonjour", 1) },
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("committed %s\n", sha[:12])
+	if err := waitTick("outcome=applied"); err != nil {
+		return err
+	}
+	svc, err := cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	d, err = cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("recond.dev/revision: Deployment/web %s (changed), Service/web %s (unchanged object keeps its revision)\n",
+		d.Annotations["recond.dev/revision"][:12], svc.Annotations["recond.dev/revision"][:12])
+
+	say("new commit: service.yaml removed from Git")
+	sha, err = repo.remove("remove the service", "service.yaml")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("committed %s\n", sha[:12])
+	if err := waitTick("pruned=1"); err != nil {
+		return err
+	}
+	if err := waitTick("outcome=converged"); err != nil {
+		return err
+	}
+	say("done: recond created, healed, updated and pruned; every later tick is converged")
+	return nil
+}
+
+func scale(ctx context.Context, cs kubernetes.Interface, ns string, n int32) error {
+	s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+	cur, err := cs.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.ResourceVersion = cur.ResourceVersion
+	_, err = cs.AppsV1().Deployments(ns).UpdateScale(ctx, "web", s, metav1.UpdateOptions{FieldManager: "kubectl"})
+	return err
+}
+
+// demoRepo is the demo's Git repository, written with go-git.
+type demoRepo struct {
+	dir  string
+	repo *git.Repository
+}
+
+func newRepo(dir, examples string) (*demoRepo, error) {
+	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: "refs/heads/main"}})
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(examples)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]func(string) string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(examples, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		content := string(b)
+		files[e.Name()] = func(string) string { return content }
+	}
+	d := &demoRepo{dir: dir, repo: r}
+	_, err = d.edit("the demo app", files)
+	return d, err
+}
+
+func (d *demoRepo) head() string {
+	h, err := d.repo.Head()
+	if err != nil {
+		return strings.Repeat("?", 40)
+	}
+	return h.Hash().String()
+}
+
+func (d *demoRepo) edit(msg string, files map[string]func(string) string) (string, error) {
+	wt, err := d.repo.Worktree()
+	if err != nil {
+		return "", err
+	}
+	for name, f := range files {
+		p := filepath.Join(d.dir, name)
+		old, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if err := os.WriteFile(p, []byte(f(string(old))), 0o644); err != nil {
+			return "", err
+		}
+		if _, err := wt.Add(name); err != nil {
+			return "", err
+		}
+	}
+	return d.commit(wt, msg)
+}
+
+func (d *demoRepo) remove(msg, name string) (string, error) {
+	wt, err := d.repo.Worktree()
+	if err != nil {
+		return "", err
+	}
+	if _, err := wt.Remove(name); err != nil {
+		return "", err
+	}
+	return d.commit(wt, msg)
+}
+
+func (d *demoRepo) commit(wt *git.Worktree, msg string) (string, error) {
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{Name: "demo", Email: "demo@recond.dev", When: time.Now()}})
+	if err != nil {
+		return "", err
+	}
+	return h.String(), nil
+}
+

@@ -1,0 +1,146 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"recond.dev/recond/reconcile/diff"
+)
+
+// applyOrder ranks kinds so that what others depend on is written first:
+// identities and permissions, then configuration and storage, then the
+// services and workloads that use them, then the rest. Prunes run in reverse.
+var applyOrder = map[string]int{
+	"ServiceAccount": 0, "Role": 1, "RoleBinding": 2,
+	"ConfigMap": 3, "Secret": 3, "PersistentVolumeClaim": 4, "Service": 5,
+	"Deployment": 6, "StatefulSet": 6, "DaemonSet": 6, "ReplicaSet": 6, "Job": 6, "CronJob": 6, "Pod": 6,
+}
+
+func rank(kind string) int {
+	if r, ok := applyOrder[kind]; ok {
+		return r
+	}
+	return 7
+}
+
+func byDependency(a, b diff.Change) int {
+	if d := rank(a.Kind) - rank(b.Kind); d != 0 {
+		return d
+	}
+	if a.Kind != b.Kind {
+		if a.Kind < b.Kind {
+			return -1
+		}
+		return 1
+	}
+	if a.Name < b.Name {
+		return -1
+	} else if a.Name > b.Name {
+		return 1
+	}
+	return 0
+}
+
+// apply writes what the diff found. Every object it will write is first
+// validated with a server-side dry run, so an object the server rejects fails
+// the phase before anything is written. Prunes run only after every write
+// succeeded.
+func (r *Reconciler) apply(ctx context.Context, st *State) error {
+	inv, err := r.loadInventory(ctx)
+	if err != nil {
+		return err
+	}
+	var writes, deletes []diff.Change
+	for _, c := range st.Changes {
+		if c.Action == diff.Delete {
+			deletes = append(deletes, c)
+		} else {
+			writes = append(writes, c)
+		}
+	}
+	slices.SortStableFunc(writes, byDependency)
+	slices.SortStableFunc(deletes, func(a, b diff.Change) int { return byDependency(b, a) })
+
+	owned := map[string]bool{}
+	for _, l := range st.Live {
+		if ownedBy(l.GetLabels(), r.cfg.Name) {
+			owned[objectKey(l)] = true
+		}
+	}
+	defer func() { st.Counts.Managed = len(owned) }()
+
+	if !r.cfg.DryRun && !r.cfg.SelfHeal && st.Revision == inv.Revision {
+		// Self-heal is off and Git has not moved: report the drift only.
+		return nil
+	}
+	for _, c := range writes {
+		if _, err := r.kube.Apply(ctx, c.Desired, true); err != nil {
+			return fmt.Errorf("validate before writing (nothing written): %w", err)
+		}
+	}
+	if r.cfg.DryRun {
+		return nil
+	}
+	for _, c := range writes {
+		if st.stopping() {
+			return errStopped
+		}
+		start := time.Now()
+		_, err := r.kube.Apply(ctx, c.Desired, false)
+		st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: err, Duration: time.Since(start)})
+		if err != nil {
+			return err
+		}
+		st.wrote = true
+		owned[objectKey(c.Desired)] = true
+		if c.Action == diff.Create {
+			st.Counts.Created++
+		} else {
+			st.Counts.Updated++
+		}
+	}
+	for _, c := range deletes {
+		if st.stopping() {
+			return errStopped
+		}
+		start := time.Now()
+		err := r.kube.Delete(ctx, c.Live.GroupVersionKind(), c.Name, c.Live.GetUID(), false)
+		st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: err, Duration: time.Since(start)})
+		if err != nil {
+			return err
+		}
+		st.wrote = true
+		delete(owned, objectKey(c.Live))
+		st.Counts.Pruned++
+	}
+	return r.saveInventory(ctx, nextInventory(st, owned))
+}
+
+// nextInventory keeps every kind Git names and every kind of which this
+// instance still owns an object, and records the revision as applied.
+func nextInventory(st *State, owned map[string]bool) *inventory {
+	inv := &inventory{Revision: st.Revision}
+	seen := map[schema.GroupKind]bool{}
+	add := func(k schema.GroupVersionKind) {
+		if !seen[k.GroupKind()] {
+			seen[k.GroupKind()] = true
+			inv.Kinds = append(inv.Kinds, k)
+		}
+	}
+	for _, d := range st.Desired {
+		add(d.GroupVersionKind())
+	}
+	for _, l := range st.Live {
+		if owned[objectKey(l)] {
+			add(l.GroupVersionKind())
+		}
+	}
+	sortKinds(inv.Kinds)
+	return inv
+}
+
+

@@ -1,0 +1,82 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"syscall"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"recond.dev/recond/reconcile/source"
+)
+
+// errTickTimeout is the cause a tick's context carries when --tick-timeout
+// ran out, so a timeout is told apart from other cancellations.
+var errTickTimeout = errors.New("tick timeout exceeded")
+
+// Classify maps an error to the closed set of reasons. It is called once, by
+// the phase wrapper, on the error a phase returned.
+func Classify(err error) Reason {
+	var (
+		inv    *invalidError
+		man    *source.ManifestError
+		status apierrors.APIStatus
+		netErr net.Error
+		urlErr *url.Error
+		opErr  *net.OpError
+		noKind *meta.NoKindMatchError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &inv), errors.As(err, &man):
+		return ReasonInvalid
+	case errors.Is(err, errTickTimeout), errors.Is(err, context.DeadlineExceeded):
+		return ReasonTimeout
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		errors.Is(err, transport.ErrInvalidAuthMethod):
+		return ReasonAuth
+	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, git.ErrRepositoryNotExists),
+		errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, plumbing.ErrObjectNotFound),
+		errors.Is(err, os.ErrNotExist), errors.As(err, &noKind):
+		return ReasonNotFound
+	case errors.As(err, &status):
+		return classifyAPI(err)
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return ReasonUnavailable
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return ReasonTimeout
+	case errors.As(err, &opErr), errors.As(err, &urlErr):
+		return ReasonUnavailable
+	}
+	return ReasonOther
+}
+
+func classifyAPI(err error) Reason {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return ReasonAuth
+	case apierrors.IsForbidden(err):
+		return ReasonForbidden
+	case apierrors.IsNotFound(err), apierrors.IsGone(err):
+		return ReasonNotFound
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsUnsupportedMediaType(err),
+		apierrors.IsRequestEntityTooLargeError(err), apierrors.IsMethodNotSupported(err):
+		return ReasonInvalid
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return ReasonConflict
+	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+		return ReasonTimeout
+	case apierrors.IsServiceUnavailable(err), apierrors.IsTooManyRequests(err), apierrors.IsInternalError(err),
+		apierrors.IsUnexpectedServerError(err):
+		return ReasonUnavailable
+	}
+	return ReasonOther
+}

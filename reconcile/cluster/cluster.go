@@ -1,0 +1,168 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// FieldManager is the field manager recond applies with.
+const FieldManager = "recond"
+
+// Client talks to the API server on behalf of one namespace.
+type Client struct {
+	dyn       dynamic.Interface
+	mapper    meta.RESTMapper
+	namespace string
+}
+
+// New builds a Client for namespace from cfg. cfg may carry a wrapped
+// transport (for tracing); New does not change it.
+func New(cfg *rest.Config, namespace string) (*Client, error) {
+	if namespace == "" {
+		return nil, fmt.Errorf("no namespace given")
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "recond"
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("http client: %w", err)
+	}
+	return NewForHTTP(cfg, httpClient, namespace)
+}
+
+// NewForHTTP is New with a caller-supplied HTTP client.
+func NewForHTTP(cfg *rest.Config, httpClient *http.Client, namespace string) (*Client, error) {
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	// The deferred mapper caches discovery and resets the cache once when
+	// asked for a kind it does not know (a CRD installed since), so a known
+	// kind costs no API call and a new one costs one refresh.
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return &Client{dyn: dyn, mapper: mapper, namespace: namespace}, nil
+}
+
+// Namespace is the namespace the client is bound to.
+func (c *Client) Namespace() string { return c.namespace }
+
+// Mapping resolves a kind to its resource and scope.
+func (c *Client) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("resolve kind %s: %w", gvk.String(), err)
+	}
+	return m, nil
+}
+
+func (c *Client) resource(gvk schema.GroupVersionKind) (dynamic.ResourceInterface, error) {
+	m, err := c.Mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return nil, fmt.Errorf("%s is cluster-scoped; recond manages only namespace %q", gvk.Kind, c.namespace)
+	}
+	return c.dyn.Resource(m.Resource).Namespace(c.namespace), nil
+}
+
+// List returns the objects of kind gvk in the namespace that match selector.
+func (c *Client) List(ctx context.Context, gvk schema.GroupVersionKind, selector string) ([]unstructured.Unstructured, error) {
+	ri, err := c.resource(gvk)
+	if err != nil {
+		return nil, err
+	}
+	var out []unstructured.Unstructured
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
+	for {
+		l, err := ri.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		for i := range l.Items {
+			// LIST items carry no apiVersion/kind of their own.
+			l.Items[i].SetGroupVersionKind(gvk)
+		}
+		out = append(out, l.Items...)
+		if l.GetContinue() == "" {
+			return out, nil
+		}
+		opts.Continue = l.GetContinue()
+	}
+}
+
+// Get returns one object, or nil when it does not exist.
+func (c *Client) Get(ctx context.Context, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
+	ri, err := c.resource(gvk)
+	if err != nil {
+		return nil, err
+	}
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s/%s: %w", gvk.Kind, name, err)
+	}
+	return u, nil
+}
+
+// Apply server-side applies obj as FieldManager, forcing conflicts (Git
+// wins). With dryRun the server validates and returns the result without
+// persisting it.
+func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	ri, err := c.resource(obj.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	out, err := ri.Apply(ctx, obj.GetName(), obj, opts)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s/%s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return out, nil
+}
+
+// Delete deletes one object with background propagation. uid, when set, is a
+// precondition: an object re-created since it was observed is left alone.
+// An object already gone is not an error.
+func (c *Client) Delete(ctx context.Context, gvk schema.GroupVersionKind, name string, uid types.UID, dryRun bool) error {
+	ri, err := c.resource(gvk)
+	if err != nil {
+		return err
+	}
+	policy := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
+	if uid != "" {
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if err := ri.Delete(ctx, name, opts); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s/%s: %w", gvk.Kind, name, err)
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package diff
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+)
+
+// Paths never compared. desiredSkips also holds the object's identity
+// (apiVersion, kind, name, namespace), which pairs objects rather than
+// differing between them.
+var (
+	serverMetadata = []string{
+		"status", "metadata.resourceVersion", "metadata.uid", "metadata.generation",
+		"metadata.creationTimestamp", "metadata.managedFields", "metadata.selfLink",
+	}
+	desiredSkips = append([]string{
+		"apiVersion", "kind", "metadata.name", "metadata.namespace",
+		"metadata.deletionTimestamp", "metadata.deletionGracePeriodSeconds",
+	}, serverMetadata...)
+	equivalentSkips = serverMetadata
+)
+
+// walker walks two decoded objects and collects their differences.
+type walker struct {
+	skip  map[string]bool
+	diffs []FieldDiff
+	// certain is set once a difference has a live value: real drift rather
+	// than a field the server may have transformed away.
+	certain bool
+}
+
+func newWalker(opts Options, skips []string) *walker {
+	w := &walker{skip: make(map[string]bool, len(skips)+len(opts.IgnoreAnnotations))}
+	for _, p := range skips {
+		w.skip[p] = true
+	}
+	for _, a := range opts.IgnoreAnnotations {
+		w.skip[join("metadata.annotations", a)] = true
+	}
+	return w
+}
+
+func (w *walker) add(path string, live, desired any) {
+	w.diffs = append(w.diffs, FieldDiff{Path: path, Live: live, Desired: desired})
+	if live != nil {
+		w.certain = true
+	}
+}
+
+func (w *walker) sorted() []FieldDiff {
+	slices.SortStableFunc(w.diffs, func(a, b FieldDiff) int { return cmp.Compare(a.Path, b.Path) })
+	return w.diffs
+}
+
+// subset compares the desired value d at path with the live value l, looking
+// only at what d sets. key is d's map key and parent the key of the map
+// holding it (both empty inside list items); they tell quantities apart.
+func (w *walker) subset(path, parent, key string, d, l any) {
+	switch dv := d.(type) {
+	case nil:
+	case map[string]any:
+		lm, ok := l.(map[string]any)
+		if !ok && l != nil {
+			w.add(path, l, d)
+			return
+		}
+		for k, v := range dv {
+			if p := join(path, k); !w.skip[p] {
+				w.subset(p, key, k, v, lm[k])
+			}
+		}
+	case []any:
+		w.subsetList(path, key, dv, l)
+	default:
+		if l == nil {
+			if !isZero(d) {
+				w.add(path, nil, d)
+			}
+		} else if !scalarEqual(isQuantity(parent, key), d, l) {
+			w.add(path, l, d)
+		}
+	}
+}
+
+func (w *walker) subsetList(path, field string, d []any, l any) {
+	if l == nil {
+		if len(d) > 0 {
+			w.add(path, nil, d)
+		}
+		return
+	}
+	lv, ok := l.([]any)
+	if !ok {
+		w.add(path, l, d)
+		return
+	}
+	if k := keyFor(field, d, lv); k != nil {
+		for _, item := range d {
+			p := path + "[" + k.selector(item) + "]"
+			if li := k.find(lv, item); li != nil {
+				w.subset(p, "", "", item, li)
+			} else {
+				w.add(p, nil, item)
+			}
+		}
+		return
+	}
+	if len(d) > 0 && allMaps(d) {
+		if len(d) != len(lv) {
+			w.add(path, l, d)
+			return
+		}
+		for i := range d {
+			w.subset(path+"["+strconv.Itoa(i)+"]", "", "", d[i], lv[i])
+		}
+		return
+	}
+	if !deepEqual(d, lv) {
+		w.add(path, l, d)
+	}
+}
+
+// full compares d and l in both directions; a zero value equals an absent
+// one.
+func (w *walker) full(path, parent, key string, d, l any) {
+	if isZero(d) && isZero(l) {
+		return
+	}
+	dm, dMap := d.(map[string]any)
+	lm, lMap := l.(map[string]any)
+	if (dMap || d == nil) && (lMap || l == nil) {
+		for k, v := range dm {
+			if p := join(path, k); !w.skip[p] {
+				w.full(p, key, k, v, lm[k])
+			}
+		}
+		for k, v := range lm {
+			if _, both := dm[k]; !both {
+				if p := join(path, k); !w.skip[p] {
+					w.full(p, key, k, nil, v)
+				}
+			}
+		}
+		return
+	}
+	dl, dList := d.([]any)
+	ll, lList := l.([]any)
+	if (dList || d == nil) && (lList || l == nil) {
+		w.fullList(path, d, l, dl, ll)
+		return
+	}
+	if d == nil || l == nil || !scalarEqual(isQuantity(parent, key), d, l) {
+		w.add(path, l, d)
+	}
+}
+
+func (w *walker) fullList(path string, d, l any, dl, ll []any) {
+	if nameKey.fits(dl) && nameKey.fits(ll) {
+		for _, item := range dl {
+			p := path + "[" + nameKey.selector(item) + "]"
+			if li := nameKey.find(ll, item); li != nil {
+				w.full(p, "", "", item, li)
+			} else {
+				w.add(p, nil, item)
+			}
+		}
+		for _, item := range ll {
+			if nameKey.find(dl, item) == nil {
+				w.add(path+"["+nameKey.selector(item)+"]", item, nil)
+			}
+		}
+		return
+	}
+	if len(dl) != len(ll) {
+		w.add(path, l, d)
+		return
+	}
+	for i := range dl {
+		w.full(path+"["+strconv.Itoa(i)+"]", "", "", dl[i], ll[i])
+	}
+}

@@ -1,0 +1,100 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// inventory is what an instance remembers across restarts, kept in a
+// ConfigMap in its namespace: every kind it has applied (so that a kind that
+// left Git is still listed and its objects pruned) and the last revision it
+// applied in full (so that --self-heal=false can tell drift from a new
+// revision).
+type inventory struct {
+	Kinds    []schema.GroupVersionKind
+	Revision string
+}
+
+var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+
+// inventoryName is the ConfigMap's name for an instance.
+func inventoryName(instance string) string { return "recond-inventory-" + instance }
+
+func (inv *inventory) has(gvk schema.GroupVersionKind) bool {
+	return slices.Contains(inv.Kinds, gvk)
+}
+
+func (inv *inventory) equal(o *inventory) bool {
+	return inv.Revision == o.Revision && slices.Equal(inv.Kinds, o.Kinds)
+}
+
+// loadInventory reads the inventory once per process; later ticks use the
+// copy in memory, which apply keeps current.
+func (r *Reconciler) loadInventory(ctx context.Context) (*inventory, error) {
+	if r.inv != nil {
+		return r.inv, nil
+	}
+	cm, err := r.kube.Get(ctx, configMapGVK, inventoryName(r.cfg.Name))
+	if err != nil {
+		return nil, fmt.Errorf("read inventory: %w", err)
+	}
+	inv := &inventory{}
+	if cm != nil {
+		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+		inv.Revision = data["revision"]
+		for _, line := range strings.Split(data["kinds"], "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			gv, kind, ok := strings.Cut(line, " ")
+			if !ok {
+				continue
+			}
+			parsed, err := schema.ParseGroupVersion(gv)
+			if err != nil {
+				continue
+			}
+			inv.Kinds = append(inv.Kinds, parsed.WithKind(kind))
+		}
+	}
+	sortKinds(inv.Kinds)
+	r.inv = inv
+	return inv, nil
+}
+
+// saveInventory writes inv when it differs from what is stored.
+func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory) error {
+	if r.inv != nil && r.inv.equal(inv) {
+		return nil
+	}
+	lines := make([]string, 0, len(inv.Kinds))
+	for _, k := range inv.Kinds {
+		lines = append(lines, k.GroupVersion().String()+" "+k.Kind)
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata": map[string]any{
+			"name":      inventoryName(r.cfg.Name),
+			"namespace": r.cfg.Namespace,
+			"labels":    map[string]any{LabelInventory: r.cfg.Name},
+		},
+		"data": map[string]any{"kinds": strings.Join(lines, "\n"), "revision": inv.Revision},
+	}}
+	if _, err := r.kube.Apply(ctx, cm, false); err != nil {
+		return fmt.Errorf("write inventory: %w", err)
+	}
+	r.inv = inv
+	return nil
+}
+
+func sortKinds(k []schema.GroupVersionKind) {
+	slices.SortFunc(k, func(a, b schema.GroupVersionKind) int {
+		return strings.Compare(a.String(), b.String())
+	})
+}

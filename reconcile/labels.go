@@ -1,0 +1,36 @@
+package reconcile
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// The labels and annotations recond puts on every object it applies. They
+// are a contract: users select on them and pruning depends on them.
+const (
+	// LabelManagedBy marks objects recond owns; its value is ManagedByValue.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "recond"
+	// LabelInstance holds --name, so that two recond instances in one
+	// namespace never prune each other's objects.
+	LabelInstance = "recond.dev/instance"
+	// AnnotationRevision is the commit SHA at which the object was last
+	// applied. It is not compared by the diff: an object unchanged by a new
+	// commit keeps the revision it was last written at.
+	AnnotationRevision = "recond.dev/revision"
+	// AnnotationSource is "<repository URL without credentials>#<path>".
+	AnnotationSource = "recond.dev/source"
+	// LabelInventory marks the ConfigMap in which an instance records the
+	// kinds it has applied and the last revision it applied in full.
+	LabelInventory = "recond.dev/inventory"
+)
+
+// ownerSelector selects the objects instance owns.
+func ownerSelector(instance string) string {
+	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue, LabelInstance: instance}).String()
+}
+
+// ownedBy reports whether an object's labels say instance owns it.
+func ownedBy(l map[string]string, instance string) bool {
+	return l[LabelManagedBy] == ManagedByValue && l[LabelInstance] == instance
+}

@@ -1,0 +1,61 @@
+package reconcile
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+)
+
+// LogObserver writes one line per phase failure, one per change found and
+// written, and one summary line per tick.
+type LogObserver struct{ Log *slog.Logger }
+
+// TickStart implements Observer.
+func (LogObserver) TickStart(ctx context.Context) context.Context { return ctx }
+
+// PhaseStart implements Observer.
+func (LogObserver) PhaseStart(ctx context.Context, _ Phase) context.Context { return ctx }
+
+// PhaseEnd logs a failed phase.
+func (o LogObserver) PhaseEnd(ctx context.Context, pr PhaseResult, r *Result) {
+	if pr.Err == nil {
+		return
+	}
+	o.Log.ErrorContext(ctx, "phase failed",
+		"phase", string(pr.Phase), "reason", string(pr.Err.Reason), "error", pr.Err.Err.Error(),
+		"duration", pr.Duration.Round(100_000).String())
+}
+
+// TickEnd logs what the tick changed and its summary.
+func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
+	rev := shortSHA(r.Revision)
+	for _, c := range r.Changes {
+		o.Log.InfoContext(ctx, "difference", "revision", rev, "object", c.Kind+"/"+c.Name,
+			"action", string(c.Action), "diff", strings.ReplaceAll(strings.TrimSpace(c.String()), "\n", "; "))
+	}
+	for _, op := range r.Ops {
+		if op.Err != nil {
+			o.Log.ErrorContext(ctx, "write failed", "object", op.Kind+"/"+op.Name, "action", string(op.Action), "error", op.Err.Error())
+		}
+	}
+	attrs := []any{
+		"revision", rev, "outcome", string(r.Outcome), "duration", r.Duration.Round(100_000).String(),
+	}
+	for _, p := range Phases {
+		if d := r.PhaseDuration(p); d > 0 {
+			attrs = append(attrs, string(p), d.Round(100_000).String())
+		}
+	}
+	attrs = append(attrs,
+		"desired", r.Counts.Desired, "drifted", r.Counts.Drifted, "created", r.Counts.Created,
+		"updated", r.Counts.Updated, "pruned", r.Counts.Pruned)
+	if r.DryRun {
+		attrs = append(attrs, "dry_run", true)
+	}
+	if f := r.Failure(); f != nil {
+		attrs = append(attrs, "phase", string(f.Phase), "reason", string(f.Reason), "error", f.Err.Error())
+		o.Log.ErrorContext(ctx, "tick", attrs...)
+		return
+	}
+	o.Log.InfoContext(ctx, "tick", attrs...)
+}

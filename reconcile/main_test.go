@@ -1,0 +1,139 @@
+package reconcile_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/cluster"
+	"recond.dev/recond/reconcile/source"
+)
+
+// cp is the control plane the package's tests share; each test has its own
+// namespace.
+var cp *testenv.ControlPlane
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	var err error
+	cp, err = testenv.StartControlPlane()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop control plane:", err)
+	}
+	os.Exit(code)
+}
+
+// needCluster skips a test in -short mode.
+func needCluster(t testing.TB) {
+	t.Helper()
+	if cp == nil {
+		t.Skip("needs kube-apiserver and etcd; skipped with -short")
+	}
+}
+
+// harness is one test's namespace, repository and reconciler settings.
+type harness struct {
+	t    *testing.T
+	ns   string
+	repo *testenv.Repo
+	url  string // what --repo says; defaults to the repository's file:// URL
+	cfg  reconcile.Config
+	rest *rest.Config
+	dyn  dynamic.Interface
+	rec  *reconcile.Reconciler
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	needCluster(t)
+	ns := cp.Namespace(t)
+	repo := testenv.NewRepo(t)
+	return &harness{
+		t: t, ns: ns, repo: repo, url: repo.URL(), rest: cp.Config,
+		cfg: reconcile.Config{Namespace: ns, Name: "recond", Path: ".", Prune: true, SelfHeal: true},
+		dyn: dynamic.NewForConfigOrDie(cp.Config),
+	}
+}
+
+// reconciler builds (once) the reconciler from the harness settings.
+func (h *harness) reconciler() *reconcile.Reconciler {
+	h.t.Helper()
+	if h.rec != nil {
+		return h.rec
+	}
+	src, err := source.New(source.Config{URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	kube, err := cluster.New(h.rest, h.ns)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{h.t}, nil))
+	h.rec = reconcile.New(h.cfg, src, kube, log, reconcile.LogObserver{Log: log})
+	return h.rec
+}
+
+// tick runs one tick and returns its result.
+func (h *harness) tick() *reconcile.Result {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return h.reconciler().Tick(ctx)
+}
+
+// mustTick runs one tick and fails the test unless it ended with want.
+func (h *harness) mustTick(want reconcile.Outcome) *reconcile.Result {
+	h.t.Helper()
+	r := h.tick()
+	if r.Outcome != want {
+		h.t.Fatalf("tick outcome = %s, want %s (failure: %v, changes: %v)", r.Outcome, want, r.Failure(), r.Changes)
+	}
+	return r
+}
+
+var (
+	gvrConfigMap  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvrService    = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	gvrSecret     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrDeployment = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+// get returns a live object, or nil when it does not exist.
+func (h *harness) get(gvr schema.GroupVersionResource, name string) *unstructured.Unstructured {
+	h.t.Helper()
+	u, err := h.dyn.Resource(gvr).Namespace(h.ns).Get(context.Background(), name, metaGet)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		h.t.Fatal(err)
+	}
+	return u
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}

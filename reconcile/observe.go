@@ -1,0 +1,83 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// observe lists, once per kind, the objects this instance owns: every kind
+// Git names and every kind the inventory says it has applied. A desired
+// object not found that way gets one GET (it may exist, unowned).
+func (r *Reconciler) observe(ctx context.Context, st *State) error {
+	inv, err := r.loadInventory(ctx)
+	if err != nil {
+		return err
+	}
+	var kinds []schema.GroupVersionKind
+	seenKind := map[schema.GroupKind]bool{}
+	addKind := func(k schema.GroupVersionKind) {
+		if !seenKind[k.GroupKind()] {
+			seenKind[k.GroupKind()] = true
+			kinds = append(kinds, k)
+		}
+	}
+	for _, d := range st.Desired {
+		addKind(d.GroupVersionKind())
+	}
+	for _, k := range inv.Kinds {
+		addKind(k)
+	}
+	selector := ownerSelector(r.cfg.Name)
+	found := map[string]bool{}
+	var live []*unstructured.Unstructured
+	for _, k := range kinds {
+		items, err := r.kube.List(ctx, k, selector)
+		var noKind *meta.NoKindMatchError
+		if errors.As(err, &noKind) && !st.desiresKind(k) {
+			// A kind applied once whose API is gone (CRD removed): nothing
+			// left to list or prune.
+			r.log.WarnContext(ctx, "kind from inventory no longer served; skipping", "kind", k.String())
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for i := range items {
+			live = append(live, &items[i])
+			found[objectKey(&items[i])] = true
+		}
+	}
+	for _, d := range st.Desired {
+		if found[objectKey(d)] {
+			continue
+		}
+		u, err := r.kube.Get(ctx, d.GroupVersionKind(), d.GetName())
+		if err != nil {
+			return err
+		}
+		if u != nil {
+			live = append(live, u)
+		}
+	}
+	st.Live = live
+	return nil
+}
+
+func (st *State) desiresKind(k schema.GroupVersionKind) bool {
+	for _, d := range st.Desired {
+		if d.GroupVersionKind().GroupKind() == k.GroupKind() {
+			return true
+		}
+	}
+	return false
+}
+
+// objectKey identifies an object within the namespace across API versions.
+func objectKey(u *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s/%s", u.GroupVersionKind().GroupKind().String(), u.GetName())
+}

@@ -1,0 +1,79 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// read fetches the revision, renders the manifests and checks that every
+// object belongs to recond's namespace. Nothing is decided about the cluster
+// here except each kind's scope.
+func (r *Reconciler) read(ctx context.Context, st *State) error {
+	rev, err := r.src.Fetch(ctx)
+	if err != nil {
+		return err
+	}
+	st.Revision, st.Fetched = rev.SHA, rev.Fetched
+	manifests, err := r.src.Render(ctx, rev.SHA)
+	if err != nil {
+		return err
+	}
+	sourceAnn := r.src.DisplayURL() + "#" + r.cfg.Path
+	seen := map[string]string{} // group/kind/name -> file
+	desired := make([]*unstructured.Unstructured, 0, len(manifests))
+	for _, m := range manifests {
+		obj := m.Object
+		gvk := obj.GroupVersionKind()
+		id := fmt.Sprintf("%s/%s", gvk.Kind, obj.GetName())
+		mapping, err := r.kube.Mapping(gvk)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", m.File, id, err)
+		}
+		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+			return Invalidf("%s: %s: %s is cluster-scoped; recond manages only namespace %q", m.File, id, gvk.Kind, r.cfg.Namespace)
+		}
+		switch ns := obj.GetNamespace(); ns {
+		case "":
+			obj.SetNamespace(r.cfg.Namespace)
+		case r.cfg.Namespace:
+		default:
+			return Invalidf("%s: %s: namespace %q is not recond's namespace %q", m.File, id, ns, r.cfg.Namespace)
+		}
+		key := gvk.GroupKind().String() + "/" + obj.GetName()
+		if first, dup := seen[key]; dup {
+			return Invalidf("%s: %s: duplicate object (first defined in %s)", m.File, id, first)
+		}
+		seen[key] = m.File
+		decorate(obj, r.cfg.Name, st.Revision, sourceAnn)
+		desired = append(desired, obj)
+	}
+	st.Desired = desired
+	st.Counts.Desired = len(desired)
+	return nil
+}
+
+// decorate adds the ownership labels and the provenance annotations.
+func decorate(obj *unstructured.Unstructured, instance, revision, source string) {
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[LabelManagedBy] = ManagedByValue
+	l[LabelInstance] = instance
+	obj.SetLabels(l)
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationRevision] = revision
+	a[AnnotationSource] = source
+	obj.SetAnnotations(a)
+	// Fields the server owns must never be applied.
+	for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(obj.Object, "status")
+}
