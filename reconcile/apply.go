@@ -142,5 +142,3 @@ func nextInventory(st *State, owned map[string]bool) *inventory {
 	sortKinds(inv.Kinds)
 	return inv
 }
-
-

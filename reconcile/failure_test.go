@@ -247,8 +247,8 @@ func TestRejectedObjectFailsApplyBeforeAnyWrite(t *testing.T) {
 	h.repo.Commit("app", app())
 	h.mustTick(reconcile.OutcomeApplied)
 	h.repo.Commit("bad port", map[string]string{
-		"configmap.yaml": strings.Replace(configMapYAML, "hello", "changed", 1),
-		"service.yaml":   strings.Replace(serviceYAML, "port: 80", "port: 800000", 1),
+		"configmap.yaml":  strings.Replace(configMapYAML, "hello", "changed", 1),
+		"service.yaml":    strings.Replace(serviceYAML, "port: 80", "port: 800000", 1),
 		"deployment.yaml": "",
 	})
 	r := h.tick()

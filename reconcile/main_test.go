@@ -52,7 +52,7 @@ func needCluster(t testing.TB) {
 
 // harness is one test's namespace, repository and reconciler settings.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	ns   string
 	repo *testenv.Repo
 	url  string // what --repo says; defaults to the repository's file:// URL
@@ -62,7 +62,7 @@ type harness struct {
 	rec  *reconcile.Reconciler
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	needCluster(t)
 	ns := cp.Namespace(t)
@@ -89,6 +89,9 @@ func (h *harness) reconciler() *reconcile.Reconciler {
 		h.t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{h.t}, nil))
+	if _, bench := h.t.(*testing.B); bench {
+		log = slog.New(slog.DiscardHandler)
+	}
 	h.rec = reconcile.New(h.cfg, src, kube, log, reconcile.LogObserver{Log: log})
 	return h.rec
 }
@@ -131,7 +134,7 @@ func (h *harness) get(gvr schema.GroupVersionResource, name string) *unstructure
 	return u
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p[:len(p)-1]))

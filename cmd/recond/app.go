@@ -204,4 +204,3 @@ func (a *app) diff(ctx context.Context, stdout io.Writer) int {
 	}
 	return 0
 }
-

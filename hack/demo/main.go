@@ -273,4 +273,3 @@ func (d *demoRepo) commit(wt *git.Worktree, msg string) (string, error) {
 	}
 	return h.String(), nil
 }
-

@@ -14,7 +14,7 @@ import (
 
 // desiredObj parses YAML the way a manifest from Git is decoded: numbers
 // become float64.
-func desiredObj(t *testing.T, src string) *unstructured.Unstructured {
+func desiredObj(t testing.TB, src string) *unstructured.Unstructured {
 	t.Helper()
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(src), &m); err != nil {
@@ -25,7 +25,7 @@ func desiredObj(t *testing.T, src string) *unstructured.Unstructured {
 
 // liveObj parses YAML the way client-go decodes an API response: integers
 // become int64.
-func liveObj(t *testing.T, src string) *unstructured.Unstructured {
+func liveObj(t testing.TB, src string) *unstructured.Unstructured {
 	t.Helper()
 	js, err := yaml.YAMLToJSON([]byte(src))
 	if err != nil {
@@ -38,7 +38,7 @@ func liveObj(t *testing.T, src string) *unstructured.Unstructured {
 	return u
 }
 
-func fixture(t *testing.T, name string) string {
+func fixture(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
