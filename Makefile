@@ -7,15 +7,19 @@ ETCD_VERSION ?= 3.7.3
 # that every clone on a machine shares them.
 TOOLS_DIR    ?= $(HOME)/.cache/recond
 KUBEBUILDER_ASSETS ?= $(TOOLS_DIR)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
+# Test tools built from their own modules under tools/ (kept out of go.mod);
+# the version in each tools/<tool>/go.mod names the cache directory.
+JAEGER_VERSION := $(shell awk '$$1 == "github.com/jaegertracing/jaeger" {print substr($$2, 2)}' tools/jaeger/go.mod)
+JAEGER_BIN   ?= $(TOOLS_DIR)/jaeger-$(JAEGER_VERSION)/jaeger
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO           ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 40m
 
 export GOTOOLCHAIN := local
-export KUBEBUILDER_ASSETS
+export KUBEBUILDER_ASSETS JAEGER_BIN
 export K8S_VERSION ETCD_VERSION
 
-.PHONY: all build control-plane test test-short vet demo bench clean
+.PHONY: all build control-plane tools test test-short vet demo bench clean
 
 all: build
 
@@ -27,6 +31,10 @@ build:
 control-plane:
 	@hack/build-control-plane.sh $(KUBEBUILDER_ASSETS)
 
+## tools: Jaeger (traces end to end), built once into $(TOOLS_DIR)
+tools:
+	@hack/build-tool.sh tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger $(JAEGER_BIN)
+
 ## vet: go vet and a gofmt check
 vet:
 	$(GO) vet ./...
@@ -34,7 +42,7 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## test: vet, then every test against a real kube-apiserver, etcd and Git
-test: control-plane vet
+test: control-plane tools vet
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 ## test-short: the quick tests only (no control plane)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/diff"
@@ -50,10 +52,6 @@ func byDependency(a, b diff.Change) int {
 // the phase before anything is written. Prunes run only after every write
 // succeeded.
 func (r *Reconciler) apply(ctx context.Context, st *State) error {
-	inv, err := r.loadInventory(ctx)
-	if err != nil {
-		return err
-	}
 	var writes, deletes []diff.Change
 	for _, c := range st.Changes {
 		if c.Action == diff.Delete {
@@ -73,13 +71,21 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 	}
 	defer func() { st.Counts.Managed = len(owned) }()
 
+	inv, err := r.loadInventory(ctx)
+	if err != nil {
+		return err
+	}
+
 	if !r.cfg.DryRun && !r.cfg.SelfHeal && st.Revision == inv.Revision {
 		// Self-heal is off and Git has not moved: report the drift only.
 		return nil
 	}
-	for _, c := range writes {
-		if _, err := r.kube.Apply(ctx, c.Desired, true); err != nil {
-			return fmt.Errorf("validate before writing (nothing written): %w", err)
+	if len(writes) > 0 {
+		vctx, span := startSpan(ctx, "recond.validate", attribute.Int("recond.objects.count", len(writes)))
+		err := r.validate(vctx, writes)
+		endSpan(span, err)
+		if err != nil {
+			return err
 		}
 	}
 	if r.cfg.DryRun {
@@ -90,7 +96,9 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			return errStopped
 		}
 		start := time.Now()
-		_, err := r.kube.Apply(ctx, c.Desired, false)
+		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(c.Action)))
+		_, err := r.kube.Apply(octx, c.Desired, false)
+		endSpan(span, err)
 		st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: err, Duration: time.Since(start)})
 		if err != nil {
 			return err
@@ -108,7 +116,9 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			return errStopped
 		}
 		start := time.Now()
-		err := r.kube.Delete(ctx, c.Live.GroupVersionKind(), c.Name, c.Live.GetUID(), false)
+		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(diff.Delete)))
+		err := r.kube.Delete(octx, c.Live.GroupVersionKind(), c.Name, c.Live.GetUID(), false)
+		endSpan(span, err)
 		st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: err, Duration: time.Since(start)})
 		if err != nil {
 			return err
@@ -118,6 +128,17 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 		st.Counts.Pruned++
 	}
 	return r.saveInventory(ctx, nextInventory(st, owned))
+}
+
+// validate dry-runs every object about to be written, so that one the
+// server rejects fails the phase before anything is written.
+func (r *Reconciler) validate(ctx context.Context, writes []diff.Change) error {
+	for _, c := range writes {
+		if _, err := r.kube.Apply(ctx, c.Desired, true); err != nil {
+			return fmt.Errorf("validate before writing (nothing written): %w", err)
+		}
+	}
+	return nil
 }
 
 // nextInventory keeps every kind Git names and every kind of which this

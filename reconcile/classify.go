@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"golang.org/x/crypto/ssh/knownhosts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -32,6 +34,7 @@ func Classify(err error) Reason {
 		urlErr *url.Error
 		opErr  *net.OpError
 		noKind *meta.NoKindMatchError
+		hostKy *knownhosts.KeyError
 	)
 	switch {
 	case err == nil:
@@ -41,7 +44,9 @@ func Classify(err error) Reason {
 	case errors.Is(err, errTickTimeout), errors.Is(err, context.DeadlineExceeded):
 		return ReasonTimeout
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
-		errors.Is(err, transport.ErrInvalidAuthMethod):
+		errors.Is(err, transport.ErrInvalidAuthMethod), errors.As(err, &hostKy),
+		// x/crypto/ssh has no typed error for a refused client key.
+		strings.Contains(err.Error(), "ssh: unable to authenticate"):
 		return ReasonAuth
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, git.ErrRepositoryNotExists),
 		errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, plumbing.ErrObjectNotFound),

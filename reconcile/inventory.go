@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -39,7 +40,9 @@ func (r *Reconciler) loadInventory(ctx context.Context) (*inventory, error) {
 	if r.inv != nil {
 		return r.inv, nil
 	}
-	cm, err := r.kube.Get(ctx, configMapGVK, inventoryName(r.cfg.Name))
+	gctx, span := startSpan(ctx, "recond.get", kindAttr("ConfigMap"), attribute.String("k8s.name", inventoryName(r.cfg.Name)))
+	cm, err := r.kube.Get(gctx, configMapGVK, inventoryName(r.cfg.Name))
+	endSpan(span, err)
 	if err != nil {
 		return nil, fmt.Errorf("read inventory: %w", err)
 	}

@@ -60,6 +60,8 @@ type harness struct {
 	rest *rest.Config
 	dyn  dynamic.Interface
 	rec  *reconcile.Reconciler
+	// observers replace the default log observer when set.
+	observers []reconcile.Observer
 }
 
 func newHarness(t testing.TB) *harness {
@@ -92,7 +94,11 @@ func (h *harness) reconciler() *reconcile.Reconciler {
 	if _, bench := h.t.(*testing.B); bench {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h.rec = reconcile.New(h.cfg, src, kube, log, reconcile.LogObserver{Log: log})
+	observers := h.observers
+	if observers == nil {
+		observers = []reconcile.Observer{reconcile.LogObserver{Log: log}}
+	}
+	h.rec = reconcile.New(h.cfg, src, kube, log, observers...)
 	return h.rec
 }
 

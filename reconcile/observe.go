@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,7 +38,10 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 	found := map[string]bool{}
 	var live []*unstructured.Unstructured
 	for _, k := range kinds {
-		items, err := r.kube.List(ctx, k, selector)
+		lctx, span := startSpan(ctx, "recond.list", kindAttr(k.Kind), attribute.String("k8s.label_selector", selector))
+		items, err := r.kube.List(lctx, k, selector)
+		span.SetAttributes(attribute.Int("recond.objects.count", len(items)))
+		endSpan(span, err)
 		var noKind *meta.NoKindMatchError
 		if errors.As(err, &noKind) && !st.desiresKind(k) {
 			// A kind applied once whose API is gone (CRD removed): nothing
@@ -56,7 +61,10 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 		if found[objectKey(d)] {
 			continue
 		}
-		u, err := r.kube.Get(ctx, d.GroupVersionKind(), d.GetName())
+		gctx, span := startSpan(ctx, "recond.get", kindAttr(d.GetKind()), attribute.String("k8s.name", d.GetName()))
+		u, err := r.kube.Get(gctx, d.GroupVersionKind(), d.GetName())
+		span.SetAttributes(attribute.Bool("recond.found", u != nil))
+		endSpan(span, err)
 		if err != nil {
 			return err
 		}

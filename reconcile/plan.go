@@ -3,6 +3,8 @@ package reconcile
 import (
 	"context"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
 )
@@ -50,7 +52,9 @@ func (r *Reconciler) confirmUnchanged(ctx context.Context, c diff.Change) (bool,
 		ann[AnnotationRevision] = rev
 	}
 	probe.SetAnnotations(ann)
+	ctx, span := startSpan(ctx, "recond.dryrun", kindAttr(c.Kind), attribute.String("k8s.name", c.Name))
 	out, err := r.kube.Apply(ctx, probe, true)
+	endSpan(span, err)
 	if err != nil {
 		return false, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -12,12 +14,18 @@ import (
 // object belongs to recond's namespace. Nothing is decided about the cluster
 // here except each kind's scope.
 func (r *Reconciler) read(ctx context.Context, st *State) error {
-	rev, err := r.src.Fetch(ctx)
+	fctx, span := startSpan(ctx, "recond.git.fetch", attribute.String("recond.source", r.src.DisplayURL()))
+	rev, err := r.src.Fetch(fctx)
+	span.SetAttributes(attribute.String("recond.revision", rev.SHA), attribute.Bool("recond.fetched", rev.Fetched))
+	endSpan(span, err)
 	if err != nil {
 		return err
 	}
 	st.Revision, st.Fetched = rev.SHA, rev.Fetched
-	manifests, err := r.src.Render(ctx, rev.SHA)
+	rctx, span := startSpan(ctx, "recond.render", attribute.String("recond.path", r.cfg.Path))
+	manifests, err := r.src.Render(rctx, rev.SHA)
+	span.SetAttributes(attribute.Int("recond.objects.count", len(manifests)))
+	endSpan(span, err)
 	if err != nil {
 		return err
 	}

@@ -15,22 +15,30 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"golang.org/x/term"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"recond.dev/recond/metrics"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/tracing"
 )
 
 // app is one configured recond: the wiring of flags to packages.
 type app struct {
-	opts  *options
-	log   *slog.Logger
-	rec   *reconcile.Reconciler
-	ready atomic.Bool
+	opts   *options
+	log    *slog.Logger
+	rec    *reconcile.Reconciler
+	tracer *tracing.Provider
+	reg    *prometheus.Registry
+	ready  atomic.Bool
 }
 
 func newApp(o *options, stderr io.Writer) (*app, error) {
@@ -38,9 +46,26 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	log = log.With("namespace", o.namespace, "instance", o.name)
+	tp, err := tracing.New(context.Background(), tracing.Config{
+		ServiceVersion: version, Namespace: o.namespace, PodName: os.Getenv("POD_NAME"),
+	}, log)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return nil, err
+	}
+	if tp.Enabled {
+		// Every client-go request becomes a span under the LIST, GET or
+		// apply that made it.
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(tp),
+				otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+					return r.Method + " " + r.URL.Path
+				}))
+		})
 	}
 	kube, err := cluster.New(cfg, o.namespace)
 	if err != nil {
@@ -59,13 +84,20 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	log = log.With("namespace", o.namespace, "instance", o.name)
 	rcfg := reconcile.Config{
 		Namespace: o.namespace, Name: o.name, Path: o.path,
 		Prune: o.prune, SelfHeal: o.selfHeal, DryRun: o.dryRun, AllowEmpty: o.allowEmpty,
 	}
-	a := &app{opts: o, log: log}
-	a.rec = reconcile.New(rcfg, src, kube, log, reconcile.LogObserver{Log: log})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg, metrics.Options{Interval: o.interval, Version: version})
+	// Tracing first, so that the metrics and logs of a phase see its span.
+	observers := []reconcile.Observer{m, reconcile.LogObserver{Log: log}}
+	if tp.Enabled {
+		observers = append([]reconcile.Observer{tracing.NewObserver(tp, o.namespace, o.name)}, observers...)
+	}
+	a := &app{opts: o, log: log, tracer: tp, reg: reg}
+	a.rec = reconcile.New(rcfg, src, kube, log, observers...)
 	log.Info("recond starting", "version", version, "repo", src.DisplayURL(), "ref", o.ref, "path", o.path,
 		"interval", o.interval.String(), "prune", o.prune, "self_heal", o.selfHeal, "dry_run", o.dryRun)
 	return a, nil
@@ -107,9 +139,9 @@ func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
 	}
 	switch format {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+		return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))), nil
 	case "text":
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly, NoColor: !tty})), nil
+		return slog.New(tracing.LogHandler(tint.NewHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly, NoColor: !tty}))), nil
 	}
 	return nil, fmt.Errorf("--log-format must be auto, text or json, not %q", format)
 }
@@ -136,12 +168,25 @@ func (a *app) run(ctx context.Context) int {
 			a.ready.Store(true)
 		}
 	})
+	a.flush()
 	a.log.Info("recond stopped")
 	return 0
 }
 
+// flush exports the spans not yet sent.
+func (a *app) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.tracer.Shutdown(ctx); err != nil {
+		a.log.Warn("flush traces", "error", err)
+	}
+}
+
 func (a *app) handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{
+		EnableOpenMetrics: true, Registry: a.reg, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelError),
+	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
@@ -156,6 +201,7 @@ func (a *app) handler() http.Handler {
 }
 
 func (a *app) sync(ctx context.Context) int {
+	defer a.flush()
 	tctx, cancel := context.WithTimeout(ctx, a.opts.tickTimeout)
 	defer cancel()
 	if r := a.rec.Tick(tctx); r.Failure() != nil {
@@ -178,6 +224,7 @@ type changeJSON struct {
 }
 
 func (a *app) diff(ctx context.Context, stdout io.Writer) int {
+	defer a.flush()
 	tctx, cancel := context.WithTimeout(ctx, a.opts.tickTimeout)
 	defer cancel()
 	r := a.rec.Plan(tctx)

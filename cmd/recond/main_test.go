@@ -182,6 +182,36 @@ func TestRunNotReadyWhileTicksFail(t *testing.T) {
 	}
 }
 
+// freeAddr returns a loopback address with a free port.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitReady polls /readyz until it answers 200.
+func waitReady(t *testing.T, addr string, log *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never ready; log:\n%s", log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestFlags(t *testing.T) {
 	cases := []struct {
 		name    string

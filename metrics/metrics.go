@@ -1,0 +1,209 @@
+package metrics
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/diff"
+)
+
+// Namespace prefixes every recond metric.
+const Namespace = "recond"
+
+// DurationBuckets resolve 1 ms to 10 min: 1-2.5-5 steps per decade.
+var DurationBuckets = []float64{
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+	1, 2.5, 5, 10, 25, 50, 100, 250, 600,
+}
+
+// Metrics records ticks. It implements reconcile.Observer.
+type Metrics struct {
+	// ticks counts finished ticks by outcome (converged, applied,
+	// out_of_sync, failed).
+	ticks *prometheus.CounterVec
+	// tickDuration is the duration of whole ticks.
+	tickDuration prometheus.Histogram
+	// phaseDuration is the duration of each phase that ran, by phase; its
+	// exemplars carry the tick's trace_id.
+	phaseDuration *prometheus.HistogramVec
+	// phaseFailures counts failed phases by phase and reason (the closed
+	// set of reconcile.Reasons).
+	phaseFailures *prometheus.CounterVec
+	// lastTick is the end of the last tick, any outcome (0 before the first).
+	lastTick prometheus.Gauge
+	// lastSuccess is the end of the last tick with no failed phase (0 until
+	// one succeeds in this process).
+	lastSuccess prometheus.Gauge
+	// interval is the configured --interval, for alerts that scale with it.
+	interval prometheus.Gauge
+	// managed is how many objects recond owned after the last tick that
+	// reached the apply phase.
+	managed prometheus.Gauge
+	// drifted is how many objects differed from Git at the last diff.
+	drifted prometheus.Gauge
+	// operations counts writes to the API by action (create, update,
+	// delete) and result (success, error).
+	operations *prometheus.CounterVec
+	// sourceInfo is 1 for the revision last read; the previous revision's
+	// series is deleted.
+	sourceInfo *prometheus.GaugeVec
+	// buildInfo is 1, labelled with the version and the Go version.
+	buildInfo *prometheus.GaugeVec
+
+	mu       sync.Mutex
+	revision string
+	now      func() time.Time
+}
+
+// Options are the fixed facts the metrics report.
+type Options struct {
+	Interval time.Duration
+	Version  string
+}
+
+// New creates recond's metrics, registers them with reg and pre-initialises
+// every labelled series, so that alerts and rate() see them before the first
+// event.
+func New(reg prometheus.Registerer, o Options) *Metrics {
+	histogram := func(name, help string) prometheus.HistogramOpts {
+		return prometheus.HistogramOpts{
+			Namespace: Namespace, Name: name, Help: help, Buckets: DurationBuckets,
+			NativeHistogramBucketFactor:     1.1,
+			NativeHistogramMaxBucketNumber:  160,
+			NativeHistogramMinResetDuration: time.Hour,
+		}
+	}
+	m := &Metrics{
+		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "ticks_total", Help: "Finished ticks, by outcome.",
+		}, []string{"outcome"}),
+		tickDuration: prometheus.NewHistogram(histogram("tick_duration_seconds", "Duration of whole ticks.")),
+		phaseDuration: prometheus.NewHistogramVec(histogram("phase_duration_seconds",
+			"Duration of each phase that ran, by phase; exemplars carry the tick's trace_id."), []string{"phase"}),
+		phaseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "phase_failures_total", Help: "Failed phases, by phase and reason.",
+		}, []string{"phase", "reason"}),
+		lastTick: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "last_tick_timestamp_seconds",
+			Help: "Unix time the last tick ended, any outcome; 0 before the first tick of this process.",
+		}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "last_success_timestamp_seconds",
+			Help: "Unix time the last tick with no failed phase ended; 0 until a tick of this process succeeds.",
+		}),
+		interval: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "interval_seconds", Help: "The configured interval between ticks.",
+		}),
+		managed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "managed_resources", Help: "Objects recond owns after the last tick that reached the apply phase.",
+		}),
+		drifted: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "drifted_resources", Help: "Objects that differed from Git at the last diff.",
+		}),
+		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "resource_operations_total", Help: "Writes to the API server, by action and result.",
+		}, []string{"action", "result"}),
+		sourceInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "source_info", Help: "The Git revision last read (value 1).",
+		}, []string{"revision"}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "build_info", Help: "recond's version and Go version (value 1).",
+		}, []string{"version", "goversion"}),
+		now: time.Now,
+	}
+	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.lastTick, m.lastSuccess,
+		m.interval, m.managed, m.drifted, m.operations, m.sourceInfo, m.buildInfo)
+
+	for _, o := range reconcile.Outcomes {
+		m.ticks.WithLabelValues(string(o))
+	}
+	for _, p := range reconcile.Phases {
+		m.phaseDuration.WithLabelValues(string(p))
+		for _, r := range reconcile.Reasons {
+			m.phaseFailures.WithLabelValues(string(p), string(r))
+		}
+	}
+	for _, a := range []diff.Action{diff.Create, diff.Update, diff.Delete} {
+		for _, r := range []string{"success", "error"} {
+			m.operations.WithLabelValues(string(a), r)
+		}
+	}
+	m.interval.Set(o.Interval.Seconds())
+	m.buildInfo.WithLabelValues(o.Version, runtime.Version()).Set(1)
+	return m
+}
+
+// TickStart implements reconcile.Observer.
+func (m *Metrics) TickStart(ctx context.Context) context.Context { return ctx }
+
+// PhaseStart implements reconcile.Observer.
+func (m *Metrics) PhaseStart(ctx context.Context, _ reconcile.Phase) context.Context { return ctx }
+
+// PhaseEnd records a phase's duration, with the trace id as exemplar when
+// the tick is sampled, and its failure.
+func (m *Metrics) PhaseEnd(ctx context.Context, pr reconcile.PhaseResult, _ *reconcile.Result) {
+	obs := m.phaseDuration.WithLabelValues(string(pr.Phase))
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		obs.(prometheus.ExemplarObserver).ObserveWithExemplar(pr.Duration.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+	} else {
+		obs.Observe(pr.Duration.Seconds())
+	}
+	if pr.Err != nil {
+		m.phaseFailures.WithLabelValues(string(pr.Phase), string(pr.Err.Reason)).Inc()
+	}
+}
+
+// TickEnd records the tick's outcome, writes, counts and timestamps.
+func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
+	m.ticks.WithLabelValues(string(r.Outcome)).Inc()
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		m.tickDuration.(prometheus.ExemplarObserver).ObserveWithExemplar(r.Duration.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+	} else {
+		m.tickDuration.Observe(r.Duration.Seconds())
+	}
+	for _, op := range r.Ops {
+		result := "success"
+		if op.Err != nil {
+			result = "error"
+		}
+		m.operations.WithLabelValues(string(op.Action), result).Inc()
+	}
+	ran := map[reconcile.Phase]bool{}
+	for _, p := range r.Phases {
+		ran[p.Phase] = p.Err == nil
+	}
+	if ran[reconcile.PhaseDiff] {
+		m.drifted.Set(float64(r.Counts.Drifted))
+	}
+	if _, ok := ran[reconcile.PhaseApply]; ok {
+		m.managed.Set(float64(r.Counts.Managed))
+	}
+	if r.Revision != "" {
+		m.setRevision(r.Revision)
+	}
+	end := float64(m.now().UnixNano()) / 1e9
+	m.lastTick.Set(end)
+	if r.Failure() == nil {
+		m.lastSuccess.Set(end)
+	}
+}
+
+// setRevision keeps exactly one recond_source_info series.
+func (m *Metrics) setRevision(rev string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rev == m.revision {
+		return
+	}
+	if m.revision != "" {
+		m.sourceInfo.DeleteLabelValues(m.revision)
+	}
+	m.revision = rev
+	m.sourceInfo.WithLabelValues(rev).Set(1)
+}

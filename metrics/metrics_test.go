@@ -1,0 +1,290 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/otel/trace"
+
+	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/diff"
+)
+
+// script feeds a Result through the observer the way a tick does.
+func script(m *Metrics, ctx context.Context, r *reconcile.Result) {
+	for _, p := range r.Phases {
+		m.PhaseEnd(ctx, p, r)
+	}
+	m.TickEnd(ctx, r)
+}
+
+func okPhases(d time.Duration, phases ...reconcile.Phase) []reconcile.PhaseResult {
+	var out []reconcile.PhaseResult
+	for _, p := range phases {
+		out = append(out, reconcile.PhaseResult{Phase: p, Duration: d})
+	}
+	return out
+}
+
+func newTest(t *testing.T) (*Metrics, *prometheus.Registry, *time.Time) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg, Options{Interval: 3 * time.Minute, Version: "v1.2.3"})
+	now := time.Unix(1_800_000_000, 0)
+	m.now = func() time.Time { return now }
+	return m, reg, &now
+}
+
+func TestBeforeFirstTick(t *testing.T) {
+	_, reg, _ := newTest(t)
+	// Every labelled series exists at zero before any tick; both timestamps
+	// are 0 so an alert can tell "never ticked / never succeeded".
+	want := `
+# HELP recond_last_success_timestamp_seconds Unix time the last tick with no failed phase ended; 0 until a tick of this process succeeds.
+# TYPE recond_last_success_timestamp_seconds gauge
+recond_last_success_timestamp_seconds 0
+# HELP recond_last_tick_timestamp_seconds Unix time the last tick ended, any outcome; 0 before the first tick of this process.
+# TYPE recond_last_tick_timestamp_seconds gauge
+recond_last_tick_timestamp_seconds 0
+# HELP recond_interval_seconds The configured interval between ticks.
+# TYPE recond_interval_seconds gauge
+recond_interval_seconds 180
+# HELP recond_ticks_total Finished ticks, by outcome.
+# TYPE recond_ticks_total counter
+recond_ticks_total{outcome="applied"} 0
+recond_ticks_total{outcome="converged"} 0
+recond_ticks_total{outcome="failed"} 0
+recond_ticks_total{outcome="out_of_sync"} 0
+# HELP recond_resource_operations_total Writes to the API server, by action and result.
+# TYPE recond_resource_operations_total counter
+recond_resource_operations_total{action="create",result="error"} 0
+recond_resource_operations_total{action="create",result="success"} 0
+recond_resource_operations_total{action="delete",result="error"} 0
+recond_resource_operations_total{action="delete",result="success"} 0
+recond_resource_operations_total{action="update",result="error"} 0
+recond_resource_operations_total{action="update",result="success"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"recond_last_success_timestamp_seconds", "recond_last_tick_timestamp_seconds", "recond_interval_seconds",
+		"recond_ticks_total", "recond_resource_operations_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg, "recond_phase_failures_total"); n != 4*8 {
+		t.Errorf("recond_phase_failures_total has %d series, want 32 (4 phases x 8 reasons)", n)
+	}
+	if n := testutil.CollectAndCount(reg, "recond_source_info"); n != 0 {
+		t.Errorf("recond_source_info has %d series before any read", n)
+	}
+}
+
+func TestScriptedTicks(t *testing.T) {
+	m, reg, now := newTest(t)
+	ctx := context.Background()
+	all := []reconcile.Phase{reconcile.PhaseRead, reconcile.PhaseObserve, reconcile.PhaseDiff, reconcile.PhaseApply}
+
+	// 1. A first sync that creates 2 objects and updates 1.
+	script(m, ctx, &reconcile.Result{
+		Revision: "aaaa", Outcome: reconcile.OutcomeApplied, Duration: 30 * time.Millisecond,
+		Phases: okPhases(3*time.Millisecond, all...),
+		Ops: []reconcile.Operation{
+			{Kind: "ConfigMap", Name: "a", Action: diff.Create}, {Kind: "Service", Name: "b", Action: diff.Create},
+			{Kind: "Deployment", Name: "c", Action: diff.Update},
+		},
+		Counts: reconcile.Counts{Desired: 3, Drifted: 3, Created: 2, Updated: 1, Managed: 3},
+	})
+	// 2. A new revision whose read failed: unavailable. Counts and the
+	// success timestamp keep their values; the failure is counted.
+	*now = now.Add(time.Minute)
+	script(m, ctx, &reconcile.Result{
+		Outcome: reconcile.OutcomeFailed, Duration: 2 * time.Second,
+		Phases: []reconcile.PhaseResult{{Phase: reconcile.PhaseRead, Duration: 2 * time.Second,
+			Err: &reconcile.PhaseError{Phase: reconcile.PhaseRead, Reason: reconcile.ReasonUnavailable, Err: errors.New("dial")}}},
+	})
+	// 3. Drift reported, not written (self-heal off), at a new revision.
+	*now = now.Add(time.Minute)
+	script(m, ctx, &reconcile.Result{
+		Revision: "bbbb", Outcome: reconcile.OutcomeOutOfSync, Duration: 20 * time.Millisecond,
+		Phases: okPhases(3*time.Millisecond, all...),
+		Counts: reconcile.Counts{Desired: 3, Drifted: 1, Managed: 3},
+	})
+	// 4. An apply whose delete failed with a conflict.
+	*now = now.Add(time.Minute)
+	script(m, ctx, &reconcile.Result{
+		Revision: "bbbb", Outcome: reconcile.OutcomeFailed, Duration: 40 * time.Millisecond,
+		Phases: append(okPhases(3*time.Millisecond, reconcile.PhaseRead, reconcile.PhaseObserve, reconcile.PhaseDiff),
+			reconcile.PhaseResult{Phase: reconcile.PhaseApply, Duration: 30 * time.Millisecond,
+				Err: &reconcile.PhaseError{Phase: reconcile.PhaseApply, Reason: reconcile.ReasonConflict, Err: errors.New("uid")}}),
+		Ops:    []reconcile.Operation{{Kind: "ConfigMap", Name: "a", Action: diff.Delete, Err: errors.New("uid")}},
+		Counts: reconcile.Counts{Desired: 2, Drifted: 1, Managed: 3},
+	})
+
+	want := `
+# HELP recond_ticks_total Finished ticks, by outcome.
+# TYPE recond_ticks_total counter
+recond_ticks_total{outcome="applied"} 1
+recond_ticks_total{outcome="converged"} 0
+recond_ticks_total{outcome="failed"} 2
+recond_ticks_total{outcome="out_of_sync"} 1
+# HELP recond_resource_operations_total Writes to the API server, by action and result.
+# TYPE recond_resource_operations_total counter
+recond_resource_operations_total{action="create",result="error"} 0
+recond_resource_operations_total{action="create",result="success"} 2
+recond_resource_operations_total{action="delete",result="error"} 1
+recond_resource_operations_total{action="delete",result="success"} 0
+recond_resource_operations_total{action="update",result="error"} 0
+recond_resource_operations_total{action="update",result="success"} 1
+# HELP recond_last_success_timestamp_seconds Unix time the last tick with no failed phase ended; 0 until a tick of this process succeeds.
+# TYPE recond_last_success_timestamp_seconds gauge
+recond_last_success_timestamp_seconds 1.80000012e+09
+# HELP recond_last_tick_timestamp_seconds Unix time the last tick ended, any outcome; 0 before the first tick of this process.
+# TYPE recond_last_tick_timestamp_seconds gauge
+recond_last_tick_timestamp_seconds 1.80000018e+09
+# HELP recond_drifted_resources Objects that differed from Git at the last diff.
+# TYPE recond_drifted_resources gauge
+recond_drifted_resources 1
+# HELP recond_managed_resources Objects recond owns after the last tick that reached the apply phase.
+# TYPE recond_managed_resources gauge
+recond_managed_resources 3
+# HELP recond_source_info The Git revision last read (value 1).
+# TYPE recond_source_info gauge
+recond_source_info{revision="bbbb"} 1
+# HELP recond_tick_duration_seconds Duration of whole ticks.
+# TYPE recond_tick_duration_seconds histogram
+recond_tick_duration_seconds_bucket{le="0.001"} 0
+recond_tick_duration_seconds_bucket{le="0.0025"} 0
+recond_tick_duration_seconds_bucket{le="0.005"} 0
+recond_tick_duration_seconds_bucket{le="0.01"} 0
+recond_tick_duration_seconds_bucket{le="0.025"} 1
+recond_tick_duration_seconds_bucket{le="0.05"} 3
+recond_tick_duration_seconds_bucket{le="0.1"} 3
+recond_tick_duration_seconds_bucket{le="0.25"} 3
+recond_tick_duration_seconds_bucket{le="0.5"} 3
+recond_tick_duration_seconds_bucket{le="1"} 3
+recond_tick_duration_seconds_bucket{le="2.5"} 4
+recond_tick_duration_seconds_bucket{le="5"} 4
+recond_tick_duration_seconds_bucket{le="10"} 4
+recond_tick_duration_seconds_bucket{le="25"} 4
+recond_tick_duration_seconds_bucket{le="50"} 4
+recond_tick_duration_seconds_bucket{le="100"} 4
+recond_tick_duration_seconds_bucket{le="250"} 4
+recond_tick_duration_seconds_bucket{le="600"} 4
+recond_tick_duration_seconds_bucket{le="+Inf"} 4
+recond_tick_duration_seconds_sum 2.09
+recond_tick_duration_seconds_count 4
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"recond_ticks_total", "recond_resource_operations_total", "recond_last_success_timestamp_seconds",
+		"recond_last_tick_timestamp_seconds", "recond_drifted_resources", "recond_managed_resources",
+		"recond_source_info", "recond_tick_duration_seconds"); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []struct {
+		phase, reason string
+		want          float64
+	}{{"read", "unavailable", 1}, {"apply", "conflict", 1}, {"read", "auth", 0}, {"diff", "invalid", 0}} {
+		if got := testutil.ToFloat64(m.phaseFailures.WithLabelValues(c.phase, c.reason)); got != c.want {
+			t.Errorf("recond_phase_failures_total{phase=%q,reason=%q} = %v, want %v", c.phase, c.reason, got, c.want)
+		}
+	}
+	// Phases that did not run are not observed: observe ran 3 times, read 4.
+	if n := histogramCount(t, reg, "recond_phase_duration_seconds", "observe"); n != 3 {
+		t.Errorf("observe phase observed %d times, want 3", n)
+	}
+	if n := histogramCount(t, reg, "recond_phase_duration_seconds", "read"); n != 4 {
+		t.Errorf("read phase observed %d times, want 4", n)
+	}
+}
+
+func histogramCount(t *testing.T, reg prometheus.Gatherer, name, phase string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "phase" && l.GetValue() == phase {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{phase=%q}", name, phase)
+	return 0
+}
+
+func TestExemplarCarriesTraceID(t *testing.T) {
+	m, reg, _ := newTest(t)
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	sampled := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled,
+	}))
+	m.PhaseEnd(sampled, reconcile.PhaseResult{Phase: reconcile.PhaseObserve, Duration: 7 * time.Millisecond}, nil)
+	// An unsampled tick leaves no exemplar.
+	m.PhaseEnd(context.Background(), reconcile.PhaseResult{Phase: reconcile.PhaseDiff, Duration: time.Millisecond}, nil)
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	for _, mf := range mfs {
+		if mf.GetName() != "recond_phase_duration_seconds" {
+			continue
+		}
+		for _, mm := range mf.GetMetric() {
+			phase := mm.GetLabel()[0].GetValue()
+			for _, b := range mm.GetHistogram().GetBucket() {
+				if ex := b.GetExemplar(); ex != nil {
+					found[phase] = ex.GetLabel()[0].GetName() + "=" + ex.GetLabel()[0].GetValue()
+				}
+			}
+			for _, ex := range mm.GetHistogram().GetExemplars() { // native histogram exemplars
+				found[phase] = ex.GetLabel()[0].GetName() + "=" + ex.GetLabel()[0].GetValue()
+			}
+		}
+	}
+	if found["observe"] != "trace_id=4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("observe exemplar = %q", found["observe"])
+	}
+	if _, ok := found["diff"]; ok {
+		t.Errorf("unsampled phase has an exemplar: %q", found["diff"])
+	}
+}
+
+func TestSourceInfoKeepsOneSeries(t *testing.T) {
+	m, reg, _ := newTest(t)
+	for _, rev := range []string{"r1", "r2", "r2", "r3"} {
+		m.TickEnd(context.Background(), &reconcile.Result{Revision: rev, Outcome: reconcile.OutcomeConverged})
+	}
+	want := `
+# HELP recond_source_info The Git revision last read (value 1).
+# TYPE recond_source_info gauge
+recond_source_info{revision="r3"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "recond_source_info"); err != nil {
+		t.Error(err)
+	}
+}
+
+// The same checks as `promtool check metrics`.
+func TestLint(t *testing.T) {
+	_, reg, _ := newTest(t)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
