@@ -11,15 +11,17 @@ KUBEBUILDER_ASSETS ?= $(TOOLS_DIR)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
 # the version in each tools/<tool>/go.mod names the cache directory.
 JAEGER_VERSION := $(shell awk '$$1 == "github.com/jaegertracing/jaeger" {print substr($$2, 2)}' tools/jaeger/go.mod)
 JAEGER_BIN   ?= $(TOOLS_DIR)/jaeger-$(JAEGER_VERSION)/jaeger
+PROMTOOL_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print substr($$2, 2)}' tools/promtool/go.mod)
+PROMTOOL     ?= $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)/promtool
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO           ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 40m
 
 export GOTOOLCHAIN := local
-export KUBEBUILDER_ASSETS JAEGER_BIN
+export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL
 export K8S_VERSION ETCD_VERSION
 
-.PHONY: all build control-plane tools test test-short vet demo bench clean
+.PHONY: all build control-plane tools generate verify test test-short vet demo bench clean
 
 all: build
 
@@ -31,9 +33,19 @@ build:
 control-plane:
 	@hack/build-control-plane.sh $(KUBEBUILDER_ASSETS)
 
-## tools: Jaeger (traces end to end), built once into $(TOOLS_DIR)
+## tools: Jaeger (traces end to end) and promtool (rule tests), built once into $(TOOLS_DIR)
 tools:
 	@hack/build-tool.sh tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger $(JAEGER_BIN)
+	@hack/build-tool.sh tools/promtool github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL)
+
+## generate: the alert rules, the PrometheusRule and the dashboards, from Go
+generate:
+	$(GO) run ./alerts/gen
+	$(GO) run ./dashboards/gen
+
+## verify: generate, then fail if that changed a committed file
+verify: generate
+	@git diff --exit-code -- alerts deploy dashboards || (echo "generated files are stale: run make generate and commit"; exit 1)
 
 ## vet: go vet and a gofmt check
 vet:

@@ -23,6 +23,8 @@ Usage:
   recond run      tick now and every --interval, forever (serves /healthz, /readyz)
   recond sync     tick once; exit 0 when the tick succeeded, 1 when it failed
   recond diff     read, observe and diff; exit 0 no difference, 1 differences, 2 error
+  recond alerts   print the Prometheus alerting rules (--stall-intervals N, --selector, --runbook-base,
+                  --prometheus-rule for a PrometheusRule object)
   recond version  print the version
 
 Run "recond <command> -h" for the flags. Every flag can also be set in the
@@ -51,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "alerts":
+		return printAlerts(args, stdout, stderr)
 	case "run", "sync", "diff":
 	default:
 		fmt.Fprintf(stderr, "recond: unknown command %q\n\n%s", cmd, usage)

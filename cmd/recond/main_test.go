@@ -285,3 +285,17 @@ func TestUsageAndVersion(t *testing.T) {
 		t.Errorf("missing --repo: exit %d", code)
 	}
 }
+
+func TestAlertsCommand(t *testing.T) {
+	code, out, _ := recond(t, "alerts", "--stall-intervals", "5")
+	if code != 0 || !strings.Contains(out, "5 * max by (namespace, job) (recond_interval_seconds") || !strings.Contains(out, "alert: RecondReconcileStalled") {
+		t.Errorf("alerts --stall-intervals 5: exit %d\n%s", code, out)
+	}
+	code, out, _ = recond(t, "alerts", "--prometheus-rule")
+	if code != 0 || !strings.Contains(out, "kind: PrometheusRule") {
+		t.Errorf("alerts --prometheus-rule: exit %d", code)
+	}
+	if code, _, _ := recond(t, "alerts", "--stall-intervals", "0"); code != 2 {
+		t.Errorf("alerts --stall-intervals 0: exit %d, want 2", code)
+	}
+}

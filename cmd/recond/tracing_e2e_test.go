@@ -60,7 +60,7 @@ func waitTraces(t *testing.T, j *testenv.Jaeger, service string, tags map[string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ts, err := j.Traces(service, tags)
-		if err == nil && len(ts) >= want {
+		if err == nil && len(ts) >= want && complete(ts) {
 			return ts
 		}
 		if time.Now().After(deadline) {
@@ -68,6 +68,31 @@ func waitTraces(t *testing.T, j *testenv.Jaeger, service string, tags map[string
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// complete reports whether every trace has its root and its four phases or
+// its failed phase (spans arrive in batches, the root last or first).
+func complete(ts []testenv.Trace) bool {
+	for _, tr := range ts {
+		if !hasRoot(tr) {
+			return false
+		}
+		phases := 0
+		failed := false
+		for _, s := range tr.Spans {
+			switch s.OperationName {
+			case "recond.read", "recond.observe", "recond.diff", "recond.apply":
+				phases++
+				if _, ok := s.Tag("recond.failure.reason"); ok {
+					failed = true
+				}
+			}
+		}
+		if phases < 4 && !failed {
+			return false
+		}
+	}
+	return true
 }
 
 // tree indexes a trace's spans.
@@ -354,18 +379,28 @@ func TestExemplarLeadsToJaegerTrace(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"trace_id":"`+id+`"`) {
 		t.Errorf("the tick's log lines do not carry trace_id %s", id)
 	}
+	// Spans arrive in batches: wait until the root span is stored too.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		tr, err := j.Trace(id)
-		if err == nil {
+		if err == nil && hasRoot(*tr) {
 			newTree(t, *tr)
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Jaeger has no trace %s: %v", id, err)
+			t.Fatalf("Jaeger has no complete trace %s: %v", id, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+func hasRoot(tr testenv.Trace) bool {
+	for _, s := range tr.Spans {
+		if s.Parent() == "" && s.OperationName == "recond.tick" {
+			return true
+		}
+	}
+	return false
 }
 
 func grep(s, prefix string) string {
