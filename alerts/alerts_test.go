@@ -135,7 +135,7 @@ func TestPromtool(t *testing.T) {
 	}
 	rf, _ := Rules(Default())
 	for _, r := range rf.Groups[0].Rules {
-		if !regexp.MustCompile(`alertname: `+r.Alert+`\n\s+exp_alerts:\n\s+- exp_labels`).MatchString(all) {
+		if !regexp.MustCompile(`alertname: ` + r.Alert + `\n\s+exp_alerts:\n\s+- exp_labels`).MatchString(all) {
 			t.Errorf("no promtool test expects %s to fire", r.Alert)
 		}
 	}
