@@ -19,6 +19,9 @@ GOTEST_FLAGS ?= -count=1 -timeout 40m
 
 export GOTOOLCHAIN := local
 export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL
+
+# Deployment manifests, image and their test inputs.
+include deploy/deploy.mk
 export K8S_VERSION ETCD_VERSION
 
 .PHONY: all build control-plane tools generate verify test test-short vet demo bench clean
@@ -54,7 +57,7 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## test: vet, then every test against a real kube-apiserver, etcd and Git
-test: control-plane tools vet
+test: control-plane tools $(TEST_DEPS) vet
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 ## test-short: the quick tests only (no control plane)
