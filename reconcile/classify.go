@@ -12,6 +12,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"golang.org/x/crypto/ssh/knownhosts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,6 +36,7 @@ func Classify(err error) Reason {
 		opErr  *net.OpError
 		noKind *meta.NoKindMatchError
 		hostKy *knownhosts.KeyError
+		gitErr *githttp.Err
 	)
 	switch {
 	case err == nil:
@@ -54,6 +56,14 @@ func Classify(err error) Reason {
 		return ReasonNotFound
 	case errors.As(err, &status):
 		return classifyAPI(err)
+	case errors.As(err, &gitErr) && gitErr.Response != nil:
+		switch code := gitErr.Response.StatusCode; {
+		case code == 408 || code == 504:
+			return ReasonTimeout
+		case code == 429 || code >= 500:
+			return ReasonUnavailable
+		}
+		return ReasonOther
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return ReasonUnavailable
 	case errors.As(err, &netErr) && netErr.Timeout():

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"golang.org/x/crypto/ssh/knownhosts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,6 +48,9 @@ func TestClassify(t *testing.T) {
 		{"git repo", fmt.Errorf("fetch: %w", transport.ErrRepositoryNotFound), ReasonNotFound},
 		{"git ref", fmt.Errorf("fetch: %w", plumbing.ErrReferenceNotFound), ReasonNotFound},
 		{"connection refused", fmt.Errorf("fetch: %w", refused), ReasonUnavailable},
+		{"git server 503", fmt.Errorf("fetch: %w", gitHTTPErr(503)), ReasonUnavailable},
+		{"git server 504", fmt.Errorf("fetch: %w", gitHTTPErr(504)), ReasonTimeout},
+		{"git server 418", fmt.Errorf("fetch: %w", gitHTTPErr(418)), ReasonOther},
 		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), ReasonTimeout},
 		{"tick timeout", fmt.Errorf("%w: %w", errTickTimeout, context.Canceled), ReasonTimeout},
 		{"stopped", errStopped, ReasonOther},
@@ -58,4 +63,8 @@ func TestClassify(t *testing.T) {
 			}
 		})
 	}
+}
+
+func gitHTTPErr(code int) error {
+	return &githttp.Err{Response: &http.Response{StatusCode: code, Status: http.StatusText(code), Request: &http.Request{URL: &url.URL{Scheme: "https", Host: "git.example.com"}}}}
 }
