@@ -24,7 +24,7 @@ export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL
 include deploy/deploy.mk
 export K8S_VERSION ETCD_VERSION
 
-.PHONY: all build control-plane tools generate verify test test-short vet demo bench clean
+.PHONY: all build control-plane tools prometheus screenshots generate verify test test-short vet demo bench clean
 
 all: build
 
@@ -40,6 +40,15 @@ control-plane:
 tools:
 	@hack/build-tool.sh tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger $(JAEGER_BIN)
 	@hack/build-tool.sh tools/promtool github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL)
+
+## prometheus: a Prometheus server for the end-to-end alert test (Debian's package, if missing)
+prometheus:
+	@hack/ensure-apt.sh prometheus prometheus
+
+## screenshots: PNGs of the dashboards' main panels with real data, into docs/img
+screenshots: control-plane prometheus
+	@hack/ensure-apt.sh chromium-headless-shell chromium-headless-shell
+	RECOND_SCREENSHOTS_DIR=$(CURDIR)/docs/img $(GO) test -count=1 -run TestDashboardScreenshots -v ./cmd/recond/ | grep -E 'png|^(ok|FAIL|---)'
 
 ## generate: the alert rules, the PrometheusRule and the dashboards, from Go
 generate:
@@ -57,7 +66,7 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## test: vet, then every test against a real kube-apiserver, etcd and Git
-test: control-plane tools $(TEST_DEPS) vet
+test: control-plane tools prometheus $(TEST_DEPS) vet
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 ## test-short: the quick tests only (no control plane)

@@ -1,0 +1,192 @@
+package deploy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/reconcile"
+)
+
+const secretYAML = `apiVersion: v1
+kind: Secret
+metadata:
+  name: web-credentials
+stringData:
+  password: s3cret
+`
+
+// exampleApp is examples/demo-app (ConfigMap, Service, Deployment), the app
+// the default Role is made for, plus a Secret (also in the default set).
+func exampleApp(t testing.TB) map[string]string {
+	t.Helper()
+	files := map[string]string{"secret.yaml": secretYAML}
+	paths, err := filepath.Glob("../examples/demo-app/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples/demo-app: %v", err)
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(p)] = string(b)
+	}
+	return files
+}
+
+// recond with exactly the ServiceAccount, Role and RoleBinding of deploy/base
+// (applied for real) reconciles its namespace — creates, updates, prunes,
+// keeps its inventory — and can do nothing else: not another namespace, not
+// a cluster-scoped object, not a kind outside its Role.
+func TestLeastPrivilege(t *testing.T) {
+	needCluster(t)
+	ns, other := cp.Namespace(t), cp.Namespace(t)
+	admin := newKube(t, cp.Config)
+	if err := admin.apply(ofKinds(render(t, "base").Objects, "ServiceAccount", "Role", "RoleBinding"), ns, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg, requests := asServiceAccount(ns, "recond")
+	repo := testenv.NewRepo(t)
+	repo.Commit("the example app", exampleApp(t))
+	rec := newReconciler(t, cfg, ns, repo)
+
+	// The example app is created, then stays converged.
+	if r := mustTick(t, rec, reconcile.OutcomeApplied); r.Counts.Created != 4 {
+		t.Errorf("created %d objects, want 4", r.Counts.Created)
+	}
+	mustTick(t, rec, reconcile.OutcomeConverged)
+	for _, o := range []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{
+		{gvrConfigMap, "web-config"}, {gvrService, "web"}, {gvrDeployment, "web"}, {gvrSecret, "web-credentials"},
+		{gvrConfigMap, "recond-inventory-recond"},
+	} {
+		u := get(t, o.gvr, ns, o.name)
+		if u == nil {
+			t.Fatalf("%s/%s was not created", o.gvr.Resource, o.name)
+		}
+		if o.name != "recond-inventory-recond" && u.GetLabels()[reconcile.LabelManagedBy] != reconcile.ManagedByValue {
+			t.Errorf("%s/%s is not labelled as recond's", o.gvr.Resource, o.name)
+		}
+	}
+
+	// An update and a prune in one commit.
+	deployment := exampleApp(t)["deployment.yaml"]
+	repo.Commit("scale, remove the service", map[string]string{
+		"deployment.yaml": replaceOnce(t, deployment, "replicas: 2", "replicas: 3"),
+		"service.yaml":    "",
+	})
+	r := mustTick(t, rec, reconcile.OutcomeApplied)
+	if r.Counts.Updated != 1 || r.Counts.Pruned != 1 {
+		t.Errorf("updated %d, pruned %d; want 1 and 1", r.Counts.Updated, r.Counts.Pruned)
+	}
+	if get(t, gvrService, ns, "web") != nil {
+		t.Error("Service web was not pruned")
+	}
+	mustTick(t, rec, reconcile.OutcomeConverged)
+
+	// Objects recond must not touch are refused while reading Git, before
+	// any request reaches the API server (discovery aside).
+	for name, manifest := range map[string]string{
+		"another namespace":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: " + other + "\ndata:\n  k: v\n",
+		"a cluster-scoped kind": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: recond-escalates\nrules:\n  - apiGroups: ['*']\n    resources: ['*']\n    verbs: ['*']\n",
+	} {
+		repo.Commit(name, map[string]string{"refused.yaml": manifest})
+		n := requests.len()
+		mustFail(t, rec, reconcile.PhaseRead, reconcile.ReasonInvalid)
+		for _, req := range requests.since(n) {
+			if !isDiscovery(req) {
+				t.Errorf("%s: request %s after the read phase refused the commit", name, req)
+			}
+		}
+		repo.Commit("revert", map[string]string{"refused.yaml": ""})
+		mustTick(t, rec, reconcile.OutcomeConverged)
+	}
+	if get(t, gvrConfigMap, other, "elsewhere") != nil {
+		t.Errorf("ConfigMap elsewhere was created in namespace %s", other)
+	}
+
+	// A kind outside the Role fails the observe phase (its LIST is
+	// forbidden) and writes nothing ...
+	repo.Commit("a PodDisruptionBudget", map[string]string{"pdb.yaml": pdbYAML})
+	mustFail(t, rec, reconcile.PhaseObserve, reconcile.ReasonForbidden)
+	if get(t, gvrPDB, ns, "web") != nil {
+		t.Fatal("PodDisruptionBudget web exists although recond may not create it")
+	}
+	// ... until the Role is widened, as examples/more-kinds does
+	// (docs/deploy.md, "Widening RBAC").
+	if err := admin.apply(ofKinds(render(t, "examples/more-kinds").Objects, "Role"), ns, false); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustTick(t, rec, reconcile.OutcomeApplied); r.Counts.Created != 1 || get(t, gvrPDB, ns, "web") == nil {
+		t.Errorf("after widening the Role: created %d, want the PodDisruptionBudget", r.Counts.Created)
+	}
+
+	// Directly, with recond's identity: nothing outside its namespace,
+	// nothing cluster-scoped, nothing beyond its Role in its namespace.
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("listing ConfigMaps in its own namespace: %v (the impersonation does not work?)", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}
+	forbidden := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: err = %v, want Forbidden", what, err)
+		}
+	}
+	_, err := cs.CoreV1().ConfigMaps(other).List(ctx, metav1.ListOptions{})
+	forbidden("list ConfigMaps in another namespace", err)
+	_, err = cs.CoreV1().ConfigMaps(other).Create(ctx, cm, metav1.CreateOptions{})
+	forbidden("create a ConfigMap in another namespace", err)
+	_, err = cs.CoreV1().Secrets(other).Get(ctx, "any", metav1.GetOptions{})
+	forbidden("get a Secret in another namespace", err)
+	_, err = cs.AppsV1().Deployments(other).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	forbidden("create a Deployment in another namespace", err)
+	_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	forbidden("list ConfigMaps in all namespaces", err)
+	_, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	forbidden("list Namespaces", err)
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-x"}}, metav1.CreateOptions{})
+	forbidden("create a Namespace", err)
+	_, err = cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	forbidden("list ClusterRoles", err)
+	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-x"}}, metav1.CreateOptions{})
+	forbidden("create a ClusterRole", err)
+	_, err = cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	forbidden("create a Role in its namespace", err)
+	_, err = cs.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
+	forbidden("list RoleBindings in its namespace", err)
+	_, err = cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	forbidden("list Pods in its namespace", err)
+	_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	forbidden("create a ServiceAccount in its namespace", err)
+	_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config"}}, metav1.UpdateOptions{})
+	forbidden("update (PUT) a ConfigMap: recond only patches", err)
+	_, err = cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
+	forbidden("watch ConfigMaps: recond never watches", err)
+}
+
+const pdbYAML = `apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+spec:
+  minAvailable: 1
+  selector:
+    matchLabels:
+      app: web
+`
