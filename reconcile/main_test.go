@@ -2,8 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -24,23 +22,7 @@ import (
 // namespace.
 var cp *testenv.ControlPlane
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	var err error
-	cp, err = testenv.StartControlPlane()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop control plane:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, &cp)) }
 
 // needCluster skips a test in -short mode.
 func needCluster(t testing.TB) {

@@ -3,23 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"recond.dev/recond/alerts"
 	"recond.dev/recond/dashboards"
-	"recond.dev/recond/internal/testenv"
 )
 
 // TestDashboardScreenshots renders the main panels of both dashboards, with
@@ -41,34 +36,8 @@ func TestDashboardScreenshots(t *testing.T) {
 			t.Fatal("no chromium-headless-shell or chromium (make screenshots installs it)")
 		}
 	}
-	repo := testenv.NewRepo(t)
-	repo.Commit("app", map[string]string{"cm.yaml": cmYAML, "deploy.yaml": deployYAML})
-	var down atomic.Bool
-	repoURL := repo.ServeHTTP(t, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if down.Load() {
-				http.Error(w, "down", http.StatusServiceUnavailable)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	})
-	args := clusterArgs(t, repoURL)
-	ns := args[3]
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr syncBuffer
-	go run(ctx, append([]string{"run", "--listen", addr, "--interval", "1s"}, args...), io.Discard, &stderr)
-	waitReady(t, addr, &stderr)
-	cfg := alerts.Default()
-	cfg.LookBack, cfg.FailureWindow = 2*time.Minute, 5*time.Second
-	cfg.StalledFor, cfg.PhaseFailingFor = 2*time.Second, 2*time.Second
-	rules, err := alerts.YAML(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := startPrometheus(t, addr, ns, string(rules))
+	m := startMonitored(t, map[string]string{"cm.yaml": cmYAML, "deploy.yaml": deployYAML})
+	ctx, ns, repo, down, p := context.Background(), m.ns, m.repo, m.down, m.prom
 
 	// A scripted minute and a half: drift, commits, an outage.
 	scale := func(n int32) {
@@ -135,7 +104,7 @@ func TestDashboardScreenshots(t *testing.T) {
 		cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
 			"--user-data-dir="+t.TempDir(), "--window-size=1200,"+fmt.Sprint(340+n*620), "--virtual-time-budget=8000",
-			"--screenshot="+png, p.url+"/graph?"+v.Encode())
+			"--screenshot="+png, p.URL+"/graph?"+v.Encode())
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("chromium: %v\n%s", err, b)
 		}

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -93,4 +94,27 @@ func sanitize(s string) string {
 		out = strings.Trim(out[:40], "-")
 	}
 	return out
+}
+
+// RunTests is the body of a package's TestMain: unless -short, it starts a
+// control plane into *cp for the package's tests to share (each in its own
+// namespace), runs them and stops it, whatever they did. It returns the exit
+// code.
+func RunTests(m *testing.M, cp **ControlPlane) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
+	c, err := StartControlPlane()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*cp = c
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop control plane:", err)
+		}
+	}()
+	return m.Run()
 }

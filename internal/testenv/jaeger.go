@@ -7,10 +7,8 @@ import (
 	"net/http"
 	neturl "net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // Jaeger is a running Jaeger v2 with in-memory storage, every endpoint on
@@ -79,45 +77,15 @@ exporters:
   jaeger_storage_exporter:
     trace_storage: mem
 `, ports[2], ports[3], ports[0], ports[1])
-	dir := t.TempDir()
-	path := filepath.Join(dir, "jaeger.yaml")
+	path := filepath.Join(t.TempDir(), "jaeger.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "jaeger.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config", "file:"+path)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start jaeger: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		logf.Close()
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	startProcess(t, bin, []string{"--config", "file:" + path}, func() error {
 		var services struct{ Data []string }
-		if err := getJSON(j.Query+"/api/services", &services); err == nil {
-			return j
-		}
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("jaeger exited:\n%s", b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("jaeger not ready after 60s:\n%s", b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return getJSON(j.Query+"/api/services", &services)
+	})
+	return j
 }
 
 func getJSON(url string, v any) error {
