@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -35,22 +34,7 @@ import (
 // cp is the control plane the package's tests share.
 var cp *testenv.ControlPlane
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	var err error
-	if cp, err = testenv.StartControlPlane(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop control plane:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, &cp)) }
 
 // needCluster skips a test in -short mode.
 func needCluster(t testing.TB) {

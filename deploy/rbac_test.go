@@ -100,10 +100,13 @@ func TestLeastPrivilege(t *testing.T) {
 	// Objects recond must not touch are refused while reading Git, before
 	// any request reaches the API server (discovery aside).
 	for name, manifest := range map[string]string{
-		"another namespace":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: " + other + "\ndata:\n  k: v\n",
+		"another namespace":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: " + other + "\ndata:\n  k: v\n",
 		"a cluster-scoped kind": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: recond-escalates\nrules:\n  - apiGroups: ['*']\n    resources: ['*']\n    verbs: ['*']\n",
 	} {
 		repo.Commit(name, map[string]string{"refused.yaml": manifest})
+		if requests.len() == 0 {
+			t.Fatal("no request recorded: the request log does not work")
+		}
 		n := requests.len()
 		mustFail(t, rec, reconcile.PhaseRead, reconcile.ReasonInvalid)
 		for _, req := range requests.since(n) {

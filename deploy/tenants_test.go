@@ -85,10 +85,17 @@ func TestTwoTenantsSideBySide(t *testing.T) {
 	// Every request either recond made stayed in its own namespace, and
 	// neither identity can reach the other namespace.
 	for _, tn := range []*tenant{a, b} {
+		own := 0
 		for _, req := range tn.requests.since(0) {
-			if !isDiscovery(req) && !strings.Contains(req, "/namespaces/"+tn.ns+"/") {
+			switch {
+			case strings.Contains(req, "/namespaces/"+tn.ns+"/"):
+				own++
+			case !isDiscovery(req):
 				t.Errorf("%s: request outside its namespace: %s", tn.ns, req)
 			}
+		}
+		if own == 0 {
+			t.Errorf("%s: no request recorded in its namespace: the request log does not work", tn.ns)
 		}
 	}
 	for _, pair := range [][2]*tenant{{a, b}, {b, a}} {

@@ -43,7 +43,10 @@ func Classify(err error) Reason {
 		return ""
 	case errors.As(err, &inv), errors.As(err, &man):
 		return ReasonInvalid
-	case errors.Is(err, errTickTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, errTickTimeout), errors.Is(err, context.DeadlineExceeded),
+		// client-go's rate limiter refuses a wait that would pass the
+		// deadline, before the deadline, with an error of its own.
+		strings.Contains(err.Error(), "would exceed context deadline"):
 		return ReasonTimeout
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
 		errors.Is(err, transport.ErrInvalidAuthMethod), errors.As(err, &hostKy),

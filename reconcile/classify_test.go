@@ -52,6 +52,7 @@ func TestClassify(t *testing.T) {
 		{"git server 504", fmt.Errorf("fetch: %w", gitHTTPErr(504)), ReasonTimeout},
 		{"git server 418", fmt.Errorf("fetch: %w", gitHTTPErr(418)), ReasonOther},
 		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), ReasonTimeout},
+		{"rate limiter", fmt.Errorf("list: client rate limiter Wait returned an error: %w", errors.New("rate: Wait(n=1) would exceed context deadline")), ReasonTimeout},
 		{"tick timeout", fmt.Errorf("%w: %w", errTickTimeout, context.Canceled), ReasonTimeout},
 		{"stopped", errStopped, ReasonOther},
 		{"anything else", errors.New("boom"), ReasonOther},

@@ -19,6 +19,8 @@ type options struct {
 	prune, selfHeal     bool
 	dryRun, allowEmpty  bool
 	kubeconfig          string
+	kubeQPS             float64
+	kubeBurst           int
 	listen              string
 	logFormat, logLevel string
 	cacheDir            string
@@ -47,6 +49,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "never write: validate with a server-side dry run and report")
 	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "allow an empty desired state (which prunes every owned object)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
+	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 50, "requests per second to the API server (client-side rate limit)")
+	fs.IntVar(&o.kubeBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")
 	fs.StringVar(&o.listen, "listen", ":8080", "address for /healthz and /readyz (run only); empty disables")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "auto, text or json (auto: text on a terminal, JSON otherwise)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -86,6 +90,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--interval must be positive")
 	case o.tickTimeout < 0:
 		return nil, errors.New("--tick-timeout must not be negative")
+	case o.kubeQPS <= 0 || o.kubeBurst <= 0:
+		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
 	case o.output != "" && o.output != "text" && o.output != "json":
 		return nil, fmt.Errorf("--output must be text or json, not %q", o.output)
 	}

@@ -41,7 +41,15 @@ func render(root, out string) error {
 		if err != nil {
 			return err
 		}
-		dst := filepath.Join(out, deploy.OutputName(dir))
+		name := deploy.OutputName(dir)
+		if dir == "." { // root itself is a kustomization
+			abs, err := filepath.Abs(root)
+			if err != nil {
+				return err
+			}
+			name = deploy.OutputName(filepath.Base(abs))
+		}
+		dst := filepath.Join(out, name)
 		if err := os.WriteFile(dst, r.YAML, 0o644); err != nil {
 			return err
 		}
