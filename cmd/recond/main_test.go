@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -97,16 +98,8 @@ func TestDryRunFlagFromEnvironment(t *testing.T) {
 func TestRunServesHealthAndReadiness(t *testing.T) {
 	repo := testenv.NewRepo(t)
 	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
-	args := clusterArgs(t, repo.URL())
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	var stderr syncBuffer
-	go func() {
-		done <- run(ctx, append([]string{"run", "--listen", addr, "--interval", "1h"}, args...), &bytes.Buffer{}, &stderr)
-	}()
-	waitReady(t, addr, &stderr)
-	resp, err := http.Get("http://" + addr + "/healthz")
+	r := startRun(t, "1h", true, clusterArgs(t, repo.URL())...)
+	resp, err := http.Get("http://" + r.addr + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,9 +107,10 @@ func TestRunServesHealthAndReadiness(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz = %d", resp.StatusCode)
 	}
-	cancel()
+	stopped := make(chan int)
+	go func() { stopped <- r.stop() }()
 	select {
-	case code := <-done:
+	case code := <-stopped:
 		if code != 0 {
 			t.Errorf("run exit %d after SIGTERM-like cancel", code)
 		}
@@ -126,20 +120,15 @@ func TestRunServesHealthAndReadiness(t *testing.T) {
 }
 
 func TestRunNotReadyWhileTicksFail(t *testing.T) {
-	args := clusterArgs(t, t.TempDir()+"/missing")
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr syncBuffer
-	go run(ctx, append([]string{"run", "--listen", addr, "--interval", "1h"}, args...), &bytes.Buffer{}, &stderr)
+	r := startRun(t, "1h", false, clusterArgs(t, t.TempDir()+"/missing")...)
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), `"msg":"tick"`) {
+	for !strings.Contains(r.log.String(), `"msg":"tick"`) {
 		if time.Now().After(deadline) {
 			t.Fatal("no tick")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	resp, err := http.Get("http://" + addr + "/readyz")
+	resp, err := http.Get("http://" + r.addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +136,40 @@ func TestRunNotReadyWhileTicksFail(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/readyz = %d after a failed tick, want 503", resp.StatusCode)
 	}
+}
+
+// running is `recond run` in-process, serving on addr.
+type running struct {
+	addr string
+	log  *syncBuffer
+	stop func() int // cancels the run and returns its exit code
+}
+
+// startRun runs `recond run --listen <free port> --interval <interval>
+// args...` and, when ready is true, waits until /readyz answers 200. The run
+// is stopped when the test ends, if the test did not stop it.
+func startRun(t *testing.T, interval string, ready bool, args ...string) *running {
+	t.Helper()
+	r := &running{addr: freeAddr(t), log: &syncBuffer{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"run", "--listen", r.addr, "--interval", interval}, args...), io.Discard, r.log)
+	}()
+	var code *int
+	r.stop = func() int {
+		if code == nil {
+			cancel()
+			c := <-done
+			code = &c
+		}
+		return *code
+	}
+	t.Cleanup(func() { r.stop() })
+	if ready {
+		waitReady(t, r.addr, r.log)
+	}
+	return r
 }
 
 // freeAddr returns a loopback address with a free port.

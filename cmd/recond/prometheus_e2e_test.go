@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -43,12 +41,7 @@ func startMonitored(t *testing.T, files map[string]string) *monitored {
 	})
 	args := clusterArgs(t, repoURL)
 	m.ns = args[3]
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	var stderr syncBuffer
-	go run(ctx, append([]string{"run", "--listen", addr, "--interval", "1s"}, args...), io.Discard, &stderr)
-	waitReady(t, addr, &stderr)
+	r := startRun(t, "1s", true, args...)
 
 	cfg := alerts.Default()
 	cfg.LookBack = 2 * time.Minute
@@ -59,7 +52,7 @@ func startMonitored(t *testing.T, files map[string]string) *monitored {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.prom = testenv.StartPrometheus(t, addr, m.ns, string(rules))
+	m.prom = testenv.StartPrometheus(t, r.addr, m.ns, string(rules))
 	return m
 }
 

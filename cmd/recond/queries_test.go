@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,14 +24,8 @@ import (
 func TestShippedQueriesUseExportedMetrics(t *testing.T) {
 	repo := testenv.NewRepo(t)
 	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
-	args := clusterArgs(t, repo.URL())
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr syncBuffer
-	go run(ctx, append([]string{"run", "--listen", addr, "--interval", "1h"}, args...), io.Discard, &stderr)
-	waitReady(t, addr, &stderr)
-	resp, err := http.Get("http://" + addr + "/metrics")
+	r := startRun(t, "1h", true, clusterArgs(t, repo.URL())...)
+	resp, err := http.Get("http://" + r.addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

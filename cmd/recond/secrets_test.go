@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -58,23 +57,15 @@ func TestSecretsNeverLeak(t *testing.T) {
 	var logs bytes.Buffer
 
 	// recond run with credentials in the URL: ticks succeed; scrape /metrics.
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	var stderr syncBuffer
-	go func() {
-		done <- run(ctx, append([]string{"run", "--listen", addr, "--interval", "1h"}, args...), io.Discard, &stderr)
-	}()
-	waitReady(t, addr, &stderr)
-	resp, err := http.Get("http://" + addr + "/metrics")
+	r := startRun(t, "1h", true, args...)
+	resp, err := http.Get("http://" + r.addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	metricsBody, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	cancel()
-	<-done
-	logs.WriteString(stderr.String())
+	r.stop()
+	logs.WriteString(r.log.String())
 
 	// A token file, and a wrong password (a failing read whose error is
 	// logged, recorded on the span and counted).

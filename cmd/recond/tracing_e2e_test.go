@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -349,16 +348,8 @@ func TestExemplarLeadsToJaegerTrace(t *testing.T) {
 	traceEnv(t, j, "http/protobuf")
 	repo := testenv.NewRepo(t)
 	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
-	args := clusterArgs(t, repo.URL())
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	var stderr syncBuffer
-	go func() {
-		done <- run(ctx, append([]string{"run", "--listen", addr, "--interval", "1h"}, args...), io.Discard, &stderr)
-	}()
-	waitReady(t, addr, &stderr)
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	r := startRun(t, "1h", true, clusterArgs(t, repo.URL())...)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+r.addr+"/metrics", nil)
 	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -366,8 +357,7 @@ func TestExemplarLeadsToJaegerTrace(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	cancel()
-	<-done // flushes the traces
+	r.stop() // flushes the traces
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
 		t.Fatalf("content type %q, want OpenMetrics", ct)
 	}
@@ -376,7 +366,7 @@ func TestExemplarLeadsToJaegerTrace(t *testing.T) {
 		t.Fatalf("no trace_id exemplar on the observe phase histogram:\n%s", grep(string(body), "recond_phase_duration_seconds_bucket"))
 	}
 	id := string(m[1])
-	if !strings.Contains(stderr.String(), `"trace_id":"`+id+`"`) {
+	if !strings.Contains(r.log.String(), `"trace_id":"`+id+`"`) {
 		t.Errorf("the tick's log lines do not carry trace_id %s", id)
 	}
 	// Spans arrive in batches: wait until the root span is stored too.
