@@ -260,3 +260,52 @@ func TestRejectedObjectFailsApplyBeforeAnyWrite(t *testing.T) {
 		t.Error("pruned although the apply failed")
 	}
 }
+
+// Stopping the loop (SIGTERM) during the apply phase finishes the object
+// being written and writes nothing after it; nothing is pruned.
+func TestStopFinishesTheCurrentObjectOnly(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit("app", app())
+	h.mustTick(reconcile.OutcomeApplied)
+	h.repo.Commit("change all", map[string]string{
+		"configmap.yaml":  strings.Replace(configMapYAML, "hello", "stop", 1),
+		"service.yaml":    strings.Replace(serviceYAML, "targetPort: 8080", "targetPort: 9090", 1),
+		"deployment.yaml": strings.Replace(deploymentYAML, "nginx:1.27", "nginx:1.29", 1),
+	})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	// The stop arrives while the first real (not dry-run) write is on the wire.
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPatch && !strings.Contains(r.URL.RawQuery, "dryRun") {
+				stop()
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	h.rest, h.rec = cfg, nil
+	r := h.reconciler().Tick(ctx)
+	if r.Outcome != reconcile.OutcomeFailed || r.Failure().Phase != reconcile.PhaseApply {
+		t.Fatalf("outcome %s, failure %v; want the apply phase stopped", r.Outcome, r.Failure())
+	}
+	if len(r.Ops) != 1 || r.Ops[0].Kind != "ConfigMap" || r.Ops[0].Err != nil {
+		t.Fatalf("writes %v, want exactly the ConfigMap, completed", r.Ops)
+	}
+	if g, _, _ := unstructured.NestedString(h.get(gvrConfigMap, "web-config").Object, "data", "greeting"); g != "stop" {
+		t.Errorf("the object being written when the stop came was not finished: greeting %q", g)
+	}
+	img, _, _ := unstructured.NestedSlice(h.get(gvrDeployment, "web").Object, "spec", "template", "spec", "containers")
+	if img[0].(map[string]any)["image"] != "nginx:1.27" {
+		t.Errorf("an object after the stop was written: %v", img[0])
+	}
+	// The next tick (a new process) finishes the job.
+	h.rest, h.rec = cp.Config, nil
+	if r := h.mustTick(reconcile.OutcomeApplied); r.Counts.Updated != 2 {
+		t.Errorf("after the stop: counts %+v", r.Counts)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
