@@ -8,8 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"recond.dev/recond/reconcile/diff"
 )
 
@@ -82,7 +80,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 	}
 	if len(writes) > 0 {
 		vctx, span := startSpan(ctx, "recond.validate", attribute.Int("recond.objects.count", len(writes)))
-		err := r.validate(vctx, writes)
+		err := r.validate(vctx, st, writes)
 		endSpan(span, err)
 		if err != nil {
 			return err
@@ -91,9 +89,22 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 	if r.cfg.DryRun {
 		return nil
 	}
+	// Record the kinds about to be written before writing them, with the
+	// revision still the last one applied in full: if this tick stops half
+	// way, the next one still lists (and can prune) what it wrote.
+	if len(writes) > 0 {
+		pre := nextInventory(st, owned)
+		pre.Revision = inv.Revision
+		for _, k := range inv.Kinds {
+			pre.add(k)
+		}
+		if err := r.saveInventory(ctx, pre); err != nil {
+			return err
+		}
+	}
 	for _, c := range writes {
-		if st.stopping() {
-			return errStopped
+		if err := st.stopped(); err != nil {
+			return err
 		}
 		start := time.Now()
 		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(c.Action)))
@@ -112,8 +123,8 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 		}
 	}
 	for _, c := range deletes {
-		if st.stopping() {
-			return errStopped
+		if err := st.stopped(); err != nil {
+			return err
 		}
 		start := time.Now()
 		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(diff.Delete)))
@@ -132,8 +143,11 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 
 // validate dry-runs every object about to be written, so that one the
 // server rejects fails the phase before anything is written.
-func (r *Reconciler) validate(ctx context.Context, writes []diff.Change) error {
+func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Change) error {
 	for _, c := range writes {
+		if err := st.stopped(); err != nil {
+			return err
+		}
 		if _, err := r.kube.Apply(ctx, c.Desired, true); err != nil {
 			return fmt.Errorf("validate before writing (nothing written): %w", err)
 		}
@@ -141,25 +155,21 @@ func (r *Reconciler) validate(ctx context.Context, writes []diff.Change) error {
 	return nil
 }
 
-// nextInventory keeps every kind Git names and every kind of which this
-// instance still owns an object, and records the revision as applied.
+// nextInventory keeps every kind Git names, every kind of which this
+// instance still owns an object and every recorded kind the server does not
+// serve now, and records the revision as applied.
 func nextInventory(st *State, owned map[string]bool) *inventory {
 	inv := &inventory{Revision: st.Revision}
-	seen := map[schema.GroupKind]bool{}
-	add := func(k schema.GroupVersionKind) {
-		if !seen[k.GroupKind()] {
-			seen[k.GroupKind()] = true
-			inv.Kinds = append(inv.Kinds, k)
-		}
-	}
 	for _, d := range st.Desired {
-		add(d.GroupVersionKind())
+		inv.add(d.GroupVersionKind())
 	}
 	for _, l := range st.Live {
 		if owned[objectKey(l)] {
-			add(l.GroupVersionKind())
+			inv.add(l.GroupVersionKind())
 		}
 	}
-	sortKinds(inv.Kinds)
+	for _, k := range st.unserved {
+		inv.add(k)
+	}
 	return inv
 }

@@ -48,6 +48,9 @@ func Classify(err error) Reason {
 		// deadline, before the deadline, with an error of its own.
 		strings.Contains(err.Error(), "would exceed context deadline"):
 		return ReasonTimeout
+	case errors.Is(err, context.Canceled):
+		// The loop was stopped (SIGTERM) while the phase was waiting.
+		return ReasonOther
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
 		errors.Is(err, transport.ErrInvalidAuthMethod), errors.As(err, &hostKy),
 		// x/crypto/ssh has no typed error for a refused client key.

@@ -54,7 +54,9 @@ func TestClassify(t *testing.T) {
 		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), ReasonTimeout},
 		{"rate limiter", fmt.Errorf("list: client rate limiter Wait returned an error: %w", errors.New("rate: Wait(n=1) would exceed context deadline")), ReasonTimeout},
 		{"tick timeout", fmt.Errorf("%w: %w", errTickTimeout, context.Canceled), ReasonTimeout},
-		{"stopped", errStopped, ReasonOther},
+		{"stopped", fmt.Errorf("%w: %w", errStopped, context.Canceled), ReasonOther},
+		{"stopped by the tick timeout", fmt.Errorf("%w: %w", errStopped, errTickTimeout), ReasonTimeout},
+		{"cancelled request", &url.Error{Op: "Get", URL: "https://api", Err: context.Canceled}, ReasonOther},
 		{"anything else", errors.New("boom"), ReasonOther},
 	}
 	for _, tc := range cases {

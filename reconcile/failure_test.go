@@ -274,17 +274,7 @@ func TestStopFinishesTheCurrentObjectOnly(t *testing.T) {
 	})
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	// The stop arrives while the first real (not dry-run) write is on the wire.
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodPatch && !strings.Contains(r.URL.RawQuery, "dryRun") {
-				stop()
-			}
-			return rt.RoundTrip(r)
-		})
-	})
-	h.rest, h.rec = cfg, nil
+	h.rest, h.rec = stopOnFirstWrite(stop), nil
 	r := h.reconciler().Tick(ctx)
 	if r.Outcome != reconcile.OutcomeFailed || r.Failure().Phase != reconcile.PhaseApply {
 		t.Fatalf("outcome %s, failure %v; want the apply phase stopped", r.Outcome, r.Failure())
@@ -304,6 +294,42 @@ func TestStopFinishesTheCurrentObjectOnly(t *testing.T) {
 	if r := h.mustTick(reconcile.OutcomeApplied); r.Counts.Updated != 2 {
 		t.Errorf("after the stop: counts %+v", r.Counts)
 	}
+}
+
+// A tick stopped after its first write still records the kinds it was
+// writing, so that a later commit that drops those kinds entirely prunes
+// what it wrote, even in a new process.
+func TestStoppedFirstSyncStillPrunesLater(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit("app", app())
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	h.rest = stopOnFirstWrite(stop)
+	if r := h.reconciler().Tick(ctx); len(r.Ops) != 1 || r.Ops[0].Kind != "ConfigMap" {
+		t.Fatalf("stopped first sync wrote %v, want the ConfigMap only", r.Ops)
+	}
+	h.repo.Commit("only the deployment", map[string]string{"configmap.yaml": "", "service.yaml": ""})
+	h.rest, h.rec = cp.Config, nil
+	r := h.mustTick(reconcile.OutcomeApplied)
+	if r.Counts.Pruned != 1 || h.get(gvrConfigMap, "web-config") != nil {
+		t.Errorf("the ConfigMap written by the stopped tick was not pruned: counts %+v", r.Counts)
+	}
+}
+
+// stopOnFirstWrite returns a config whose first real (not dry-run) write of
+// an object calls stop while the request is on the wire.
+func stopOnFirstWrite(stop func()) *rest.Config {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPatch && !strings.Contains(r.URL.RawQuery, "dryRun") &&
+				!strings.Contains(r.URL.Path, "recond-inventory") {
+				stop()
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	return cfg
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

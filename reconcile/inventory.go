@@ -26,8 +26,16 @@ var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 // inventoryName is the ConfigMap's name for an instance.
 func inventoryName(instance string) string { return "recond-inventory-" + instance }
 
-func (inv *inventory) has(gvk schema.GroupVersionKind) bool {
-	return slices.Contains(inv.Kinds, gvk)
+// add records gvk unless its group and kind are recorded already, keeping
+// the list sorted.
+func (inv *inventory) add(gvk schema.GroupVersionKind) {
+	for _, k := range inv.Kinds {
+		if k.GroupKind() == gvk.GroupKind() {
+			return
+		}
+	}
+	inv.Kinds = append(inv.Kinds, gvk)
+	sortKinds(inv.Kinds)
 }
 
 func (inv *inventory) equal(o *inventory) bool {

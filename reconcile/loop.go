@@ -38,6 +38,10 @@ func (r *Reconciler) Run(ctx context.Context, interval, timeout time.Duration, d
 			return
 		case <-trigger:
 		}
+		if ctx.Err() != nil {
+			// Both were ready and select picked the trigger.
+			return
+		}
 		tctx, cancel := context.WithTimeoutCause(ctx, timeout, errTickTimeout)
 		res := r.Tick(tctx)
 		cancel()

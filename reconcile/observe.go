@@ -31,8 +31,10 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 	for _, d := range st.Desired {
 		addKind(d.GroupVersionKind())
 	}
+	// A kind only the inventory names is listed in whatever version the
+	// server serves now: the one recorded may have been retired.
 	for _, k := range inv.Kinds {
-		addKind(k)
+		addKind(schema.GroupVersionKind{Group: k.Group, Kind: k.Kind})
 	}
 	selector := ownerSelector(r.cfg.Name)
 	found := map[string]bool{}
@@ -46,7 +48,10 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 		if errors.As(err, &noKind) && !st.desiresKind(k) {
 			// A kind applied once whose API is gone (CRD removed): nothing
 			// left to list or prune.
-			r.log.WarnContext(ctx, "kind from inventory no longer served; skipping", "kind", k.String())
+			// Kept in the inventory: its objects are pruned once it is
+			// served again.
+			r.log.WarnContext(ctx, "kind from inventory not served; skipping it this tick", "kind", k.GroupKind().String())
+			st.unserved = append(st.unserved, inventoryKind(inv, k.GroupKind()))
 			continue
 		}
 		if err != nil {
@@ -88,4 +93,14 @@ func (st *State) desiresKind(k schema.GroupVersionKind) bool {
 // objectKey identifies an object within the namespace across API versions.
 func objectKey(u *unstructured.Unstructured) string {
 	return fmt.Sprintf("%s/%s", u.GroupVersionKind().GroupKind().String(), u.GetName())
+}
+
+// inventoryKind returns the inventory's entry for gk.
+func inventoryKind(inv *inventory, gk schema.GroupKind) schema.GroupVersionKind {
+	for _, k := range inv.Kinds {
+		if k.GroupKind() == gk {
+			return k
+		}
+	}
+	return gk.WithVersion("")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
@@ -65,13 +66,15 @@ func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observe
 // State is what the phases of one tick hand each other.
 type State struct {
 	cfg  Config
-	stop <-chan struct{} // closed when the loop is asked to stop
+	ctx  context.Context // the tick's: done when the loop stops or the tick times out
+	stop <-chan struct{} // ctx.Done()
 
 	Revision string
 	Fetched  bool
 	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
 	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
 	Changes  []diff.Change                // create, update and delete only
+	unserved []schema.GroupVersionKind    // inventory kinds the server does not serve now
 	Ops      []Operation
 	Counts   Counts
 	wrote    bool
@@ -94,7 +97,7 @@ func (r *Reconciler) tick(ctx context.Context, planOnly bool) *Result {
 	for _, o := range r.observers {
 		ctx = o.TickStart(ctx)
 	}
-	st := &State{cfg: r.cfg, stop: ctx.Done()}
+	st := &State{cfg: r.cfg, ctx: ctx, stop: ctx.Done()}
 	phases := []struct {
 		p  Phase
 		fn phaseFunc
@@ -169,12 +172,13 @@ func safeRun(ctx context.Context, fn phaseFunc, st *State) (err error) {
 	return fn(ctx, st)
 }
 
-// stopping reports whether the loop was asked to stop.
-func (st *State) stopping() bool {
+// stopped returns an error when the tick's context is done: the loop was
+// asked to stop, or the tick timed out. Apply calls it between objects.
+func (st *State) stopped() error {
 	select {
 	case <-st.stop:
-		return true
+		return fmt.Errorf("%w: %w", errStopped, context.Cause(st.ctx))
 	default:
-		return false
+		return nil
 	}
 }

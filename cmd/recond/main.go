@@ -34,6 +34,12 @@ environment as RECOND_<FLAG>, upper case, dashes as underscores
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		// After the first signal, the default action again: a second one
+		// ends the process at once instead of waiting for the graceful stop.
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

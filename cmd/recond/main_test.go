@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -145,16 +145,17 @@ type running struct {
 	stop func() int // cancels the run and returns its exit code
 }
 
-// startRun runs `recond run --listen <free port> --interval <interval>
-// args...` and, when ready is true, waits until /readyz answers 200. The run
-// is stopped when the test ends, if the test did not stop it.
+// startRun runs `recond run --listen 127.0.0.1:0 --interval <interval>
+// args...`, learns the address from its "serving" log line and, when ready
+// is true, waits until /readyz answers 200. The run is stopped when the test
+// ends, if the test did not stop it.
 func startRun(t *testing.T, interval string, ready bool, args ...string) *running {
 	t.Helper()
-	r := &running{addr: freeAddr(t), log: &syncBuffer{}}
+	r := &running{log: &syncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"run", "--listen", r.addr, "--interval", interval}, args...), io.Discard, r.log)
+		done <- run(ctx, append([]string{"run", "--listen", "127.0.0.1:0", "--interval", interval, "--log-format", "json"}, args...), io.Discard, r.log)
 	}()
 	var code *int
 	r.stop = func() int {
@@ -166,21 +167,22 @@ func startRun(t *testing.T, interval string, ready bool, args ...string) *runnin
 		return *code
 	}
 	t.Cleanup(func() { r.stop() })
+	serving := regexp.MustCompile(`"msg":"serving"[^\n]*"address":"([^"]+)"`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := serving.FindStringSubmatch(r.log.String()); m != nil {
+			r.addr = m[1]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recond run never served; log:\n%s", r.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if ready {
 		waitReady(t, r.addr, r.log)
 	}
 	return r
-}
-
-// freeAddr returns a loopback address with a free port.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // waitReady polls /readyz until it answers 200.

@@ -65,29 +65,35 @@ func NewForHTTP(cfg *rest.Config, httpClient *http.Client, namespace string) (*C
 // Namespace is the namespace the client is bound to.
 func (c *Client) Namespace() string { return c.namespace }
 
-// Mapping resolves a kind to its resource and scope.
+// Mapping resolves a kind to its resource and scope. A kind without a
+// version resolves to the version the server prefers.
 func (c *Client) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	var versions []string
+	if gvk.Version != "" {
+		versions = []string{gvk.Version}
+	}
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), versions...)
 	if err != nil {
 		return nil, fmt.Errorf("resolve kind %s: %w", gvk.String(), err)
 	}
 	return m, nil
 }
 
-func (c *Client) resource(gvk schema.GroupVersionKind) (dynamic.ResourceInterface, error) {
+func (c *Client) resource(gvk schema.GroupVersionKind) (dynamic.ResourceInterface, schema.GroupVersionKind, error) {
 	m, err := c.Mapping(gvk)
 	if err != nil {
-		return nil, err
+		return nil, gvk, err
 	}
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
-		return nil, fmt.Errorf("%s is cluster-scoped; recond manages only namespace %q", gvk.Kind, c.namespace)
+		return nil, gvk, fmt.Errorf("%s is cluster-scoped; recond manages only namespace %q", gvk.Kind, c.namespace)
 	}
-	return c.dyn.Resource(m.Resource).Namespace(c.namespace), nil
+	return c.dyn.Resource(m.Resource).Namespace(c.namespace), m.GroupVersionKind, nil
 }
 
-// List returns the objects of kind gvk in the namespace that match selector.
+// List returns the objects of kind gvk in the namespace that match selector,
+// in the version gvk names (or, without one, the server's preferred one).
 func (c *Client) List(ctx context.Context, gvk schema.GroupVersionKind, selector string) ([]unstructured.Unstructured, error) {
-	ri, err := c.resource(gvk)
+	ri, gvk, err := c.resource(gvk)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +118,7 @@ func (c *Client) List(ctx context.Context, gvk schema.GroupVersionKind, selector
 
 // Get returns one object, or nil when it does not exist.
 func (c *Client) Get(ctx context.Context, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
-	ri, err := c.resource(gvk)
+	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +136,7 @@ func (c *Client) Get(ctx context.Context, gvk schema.GroupVersionKind, name stri
 // wins). With dryRun the server validates and returns the result without
 // persisting it.
 func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
-	ri, err := c.resource(obj.GroupVersionKind())
+	ri, _, err := c.resource(obj.GroupVersionKind())
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +155,7 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryR
 // precondition: an object re-created since it was observed is left alone.
 // An object already gone is not an error.
 func (c *Client) Delete(ctx context.Context, gvk schema.GroupVersionKind, name string, uid types.UID, dryRun bool) error {
-	ri, err := c.resource(gvk)
+	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return err
 	}
