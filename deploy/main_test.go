@@ -36,14 +36,6 @@ var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, &cp)) }
 
-// needCluster skips a test in -short mode.
-func needCluster(t testing.TB) {
-	t.Helper()
-	if cp == nil {
-		t.Skip("needs kube-apiserver and etcd; skipped with -short")
-	}
-}
-
 // fieldManager is what the tests install the manifests as (kubectl apply
 // --server-side would be "kubectl").
 const fieldManager = "recond-deploy-test"

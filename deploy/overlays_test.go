@@ -61,7 +61,7 @@ func kustomizations(t testing.TB) []string {
 // (schema validation, defaulting, admission), the monitoring objects against
 // the CRDs controller-gen generated from the Prometheus Operator's types.
 func TestEveryKustomizationApplies(t *testing.T) {
-	needCluster(t)
+	cp.Require(t)
 	for _, dir := range kustomizations(t) {
 		t.Run(strings.TrimSuffix(deploy.OutputName(dir), ".yaml"), func(t *testing.T) {
 			r := render(t, dir)

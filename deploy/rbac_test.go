@@ -50,7 +50,7 @@ func exampleApp(t testing.TB) map[string]string {
 // keeps its inventory — and can do nothing else: not another namespace, not
 // a cluster-scoped object, not a kind outside its Role.
 func TestLeastPrivilege(t *testing.T) {
-	needCluster(t)
+	cp.Require(t)
 	ns, other := cp.Namespace(t), cp.Namespace(t)
 	admin := newKube(t, cp.Config)
 	if err := admin.apply(ofKinds(render(t, "base").Objects, "ServiceAccount", "Role", "RoleBinding"), ns, false); err != nil {

@@ -24,7 +24,7 @@ func configMapYAML(name, owner string) string {
 // both with the default instance name and both holding a ConfigMap "app":
 // neither sees, overwrites or prunes the other's objects.
 func TestTwoTenantsSideBySide(t *testing.T) {
-	needCluster(t)
+	cp.Require(t)
 	objs := render(t, "examples/two-tenants").Objects
 	admin := newKube(t, cp.Config)
 	if err := admin.apply(ofKinds(objs, "Namespace"), "", false); err != nil {

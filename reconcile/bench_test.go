@@ -25,7 +25,7 @@ import (
 //
 //	make bench   (or: go test -run '^$' -bench Tick ./reconcile/)
 func BenchmarkTick(b *testing.B) {
-	needCluster(b)
+	cp.Require(b)
 	many := map[string]string{}
 	for i := range 100 {
 		many[fmt.Sprintf("cm-%03d.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%03d\ndata:\n  k: v%d\n", i, i)
@@ -68,7 +68,7 @@ func BenchmarkTick(b *testing.B) {
 //
 //	go test -run '^$' -bench Observability -benchmem ./reconcile/
 func BenchmarkObservability(b *testing.B) {
-	needCluster(b)
+	cp.Require(b)
 	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	for _, variant := range []string{"bare", "metrics+logs", "metrics+logs+tracing"} {
 		b.Run(variant, func(b *testing.B) {

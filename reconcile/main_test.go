@@ -24,14 +24,6 @@ var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, &cp)) }
 
-// needCluster skips a test in -short mode.
-func needCluster(t testing.TB) {
-	t.Helper()
-	if cp == nil {
-		t.Skip("needs kube-apiserver and etcd; skipped with -short")
-	}
-}
-
 // harness is one test's namespace, repository and reconciler settings.
 type harness struct {
 	t    testing.TB
@@ -48,7 +40,7 @@ type harness struct {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	needCluster(t)
+	cp.Require(t)
 	ns := cp.Namespace(t)
 	repo := testenv.NewRepo(t)
 	return &harness{

@@ -35,9 +35,7 @@ func recond(t *testing.T, args ...string) (int, string, string) {
 
 func clusterArgs(t *testing.T, repo string) []string {
 	t.Helper()
-	if cp == nil {
-		t.Skip("needs kube-apiserver and etcd; skipped with -short")
-	}
+	cp.Require(t)
 	return []string{"--repo", repo, "--namespace", cp.Namespace(t), "--kubeconfig", cp.WriteKubeConfig(t),
 		"--log-format", "json", "--cache-dir", t.TempDir()}
 }

@@ -25,9 +25,7 @@ type monitored struct {
 
 func startMonitored(t *testing.T, files map[string]string) *monitored {
 	t.Helper()
-	if cp == nil {
-		t.Skip("needs kube-apiserver, etcd and Prometheus")
-	}
+	cp.Require(t)
 	m := &monitored{repo: testenv.NewRepo(t), down: &atomic.Bool{}}
 	m.repo.Commit("app", files)
 	repoURL := m.repo.ServeHTTP(t, func(next http.Handler) http.Handler {

@@ -27,9 +27,7 @@ func TestDashboardScreenshots(t *testing.T) {
 	if out == "" {
 		t.Skip("RECOND_SCREENSHOTS_DIR not set (make screenshots)")
 	}
-	if cp == nil {
-		t.Skip("needs the control plane")
-	}
+	cp.Require(t)
 	chromium, err := exec.LookPath("chromium-headless-shell")
 	if err != nil {
 		if chromium, err = exec.LookPath("chromium"); err != nil {

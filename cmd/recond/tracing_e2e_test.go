@@ -155,9 +155,7 @@ func tag(t *testing.T, s testenv.Span, key, want string) {
 }
 
 func TestTracesInJaeger(t *testing.T) {
-	if cp == nil {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	cp.Require(t)
 	j := testenv.StartJaeger(t)
 	service := traceEnv(t, j, "http/protobuf")
 	repo := testenv.NewRepo(t)
@@ -267,9 +265,7 @@ func TestTracesInJaeger(t *testing.T) {
 // A slow API server shows up in Jaeger as a slow HTTP span under
 // recond.observe: a proxy in front of the API server delays every LIST.
 func TestSlowObserveIsTheAPICall(t *testing.T) {
-	if cp == nil {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	cp.Require(t)
 	const delay = 400 * time.Millisecond
 	j := testenv.StartJaeger(t)
 	service := traceEnv(t, j, "http/protobuf")
@@ -341,9 +337,7 @@ current-context: slow
 
 // An exemplar of recond_phase_duration_seconds names a trace Jaeger has.
 func TestExemplarLeadsToJaegerTrace(t *testing.T) {
-	if cp == nil {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	cp.Require(t)
 	j := testenv.StartJaeger(t)
 	traceEnv(t, j, "http/protobuf")
 	repo := testenv.NewRepo(t)

@@ -118,3 +118,12 @@ func RunTests(m *testing.M, cp **ControlPlane) int {
 	}()
 	return m.Run()
 }
+
+// Require skips the test when there is no control plane (cp is nil: the
+// tests run with -short).
+func (cp *ControlPlane) Require(t testing.TB) {
+	t.Helper()
+	if cp == nil {
+		t.Skip("needs kube-apiserver and etcd; skipped with -short")
+	}
+}
