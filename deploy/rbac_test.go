@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/leader"
 	"recond.dev/recond/reconcile"
 )
 
@@ -193,3 +196,70 @@ spec:
     matchLabels:
       app: web
 `
+
+// The shipped Role lets recond campaign for its own Lease
+// (recond-leader-recond: create, get, renew, release) and nothing else on
+// Leases: not another instance's, not a list or a watch, not a delete.
+func TestLeaseRBACIsItsOwnLeaseOnly(t *testing.T) {
+	cp.Require(t)
+	ns := cp.Namespace(t)
+	admin := newKube(t, cp.Config)
+	if err := admin.apply(ofKinds(render(t, "base").Objects, "ServiceAccount", "Role", "RoleBinding"), ns, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := asServiceAccount(ns, "recond")
+	cs := kubernetes.NewForConfigOrDie(cfg)
+
+	// recond's own leader election, as the ServiceAccount: it leads, and
+	// releases the Lease when stopped.
+	ctx, cancel := context.WithCancel(context.Background())
+	led := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- leader.Run(ctx, leader.Config{Namespace: ns, Lease: reconcile.LeaseName("recond"), Identity: "recond-0",
+			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond},
+			cs.CoordinationV1(), nil, nil, func(ctx context.Context) { close(led); <-ctx.Done() })
+	}()
+	select {
+	case <-led:
+	case err := <-done:
+		t.Fatalf("leader election as the ServiceAccount: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the ServiceAccount never acquired its Lease")
+	}
+	time.Sleep(time.Second) // renewals (update) succeed too
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("leader election ended with %v", err)
+	}
+	lease, err := cp.Client.CoordinationV1().Leases(ns).Get(context.Background(), "recond-leader-recond", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+		t.Errorf("lease still held by %q after a clean stop", *lease.Spec.HolderIdentity)
+	}
+
+	// Another instance's Lease is out of reach.
+	other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "recond-leader-other"}}
+	if _, err := cp.Client.CoordinationV1().Leases(ns).Create(context.Background(), other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	forbidden := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: err = %v, want Forbidden", what, err)
+		}
+	}
+	_, err = cs.CoordinationV1().Leases(ns).Get(bg, "recond-leader-other", metav1.GetOptions{})
+	forbidden("get another instance's Lease", err)
+	_, err = cs.CoordinationV1().Leases(ns).Update(bg, other, metav1.UpdateOptions{})
+	forbidden("update another instance's Lease", err)
+	_, err = cs.CoordinationV1().Leases(ns).List(bg, metav1.ListOptions{})
+	forbidden("list Leases", err)
+	err = cs.CoordinationV1().Leases(ns).Delete(bg, "recond-leader-recond", metav1.DeleteOptions{})
+	forbidden("delete its own Lease", err)
+	_, err = cs.CoordinationV1().Leases(ns+"-elsewhere").Create(bg, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "recond-leader-recond"}}, metav1.CreateOptions{})
+	forbidden("create a Lease in another namespace", err)
+}

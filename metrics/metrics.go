@@ -47,6 +47,16 @@ type Metrics struct {
 	managed prometheus.Gauge
 	// drifted is how many objects differed from Git at the last diff.
 	drifted prometheus.Gauge
+	// terminating is how many owned objects were being deleted (held by a
+	// finalizer) at the last successful diff.
+	terminating prometheus.Gauge
+	// equivalent is how many objects the local diff saw differ at the last
+	// tick although the server showed applying them changes nothing (a
+	// normalisation gap, reported converged instead of rewritten).
+	equivalent prometheus.Gauge
+	// leader is 1 while this process holds the instance's Lease (or runs
+	// without leader election), 0 while it waits as standby.
+	leader prometheus.Gauge
 	// operations counts writes to the API by action (create, update,
 	// delete) and result (success, error).
 	operations *prometheus.CounterVec
@@ -106,6 +116,18 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		drifted: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "drifted_resources", Help: "Objects that differed from Git at the last diff.",
 		}),
+		terminating: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "terminating_resources",
+			Help: "Owned objects being deleted (deletionTimestamp set) at the last successful diff; not deleted again.",
+		}),
+		equivalent: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "server_equivalent_resources",
+			Help: "Objects the local diff saw differ at the last tick although the server showed that applying them changes nothing.",
+		}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "leader",
+			Help: "1 while this process holds the instance's Lease and ticks, 0 while it waits as standby.",
+		}),
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "resource_operations_total", Help: "Writes to the API server, by action and result.",
 		}, []string{"action", "result"}),
@@ -118,7 +140,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		now: time.Now,
 	}
 	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.lastTick, m.lastSuccess,
-		m.interval, m.managed, m.drifted, m.operations, m.sourceInfo, m.buildInfo)
+		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.operations, m.sourceInfo, m.buildInfo)
 
 	for _, o := range reconcile.Outcomes {
 		m.ticks.WithLabelValues(string(o))
@@ -180,6 +202,10 @@ func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 	}
 	if ran[reconcile.PhaseDiff] {
 		m.drifted.Set(float64(r.Counts.Drifted))
+		m.terminating.Set(float64(r.Counts.Terminating))
+	}
+	if ran[reconcile.PhaseDiff] && r.Failure() == nil {
+		m.equivalent.Set(float64(r.Counts.Equivalent))
 	}
 	if _, ok := ran[reconcile.PhaseApply]; ok {
 		m.managed.Set(float64(r.Counts.Managed))
@@ -192,6 +218,15 @@ func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 	if r.Failure() == nil {
 		m.lastSuccess.Set(end)
 	}
+}
+
+// SetLeader records whether this process leads its instance.
+func (m *Metrics) SetLeader(leading bool) {
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	m.leader.Set(v)
 }
 
 // setRevision keeps exactly one recond_source_info series.

@@ -80,7 +80,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 	}
 	if len(writes) > 0 {
 		vctx, span := startSpan(ctx, "recond.validate", attribute.Int("recond.objects.count", len(writes)))
-		err := r.validate(vctx, st, writes)
+		writes, err = r.validate(vctx, st, writes)
 		endSpan(span, err)
 		if err != nil {
 			return err
@@ -108,13 +108,16 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 		}
 		start := time.Now()
 		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(c.Action)))
-		_, err := r.kube.Apply(octx, c.Desired, false)
+		out, err := r.kube.Apply(octx, c.Desired, false)
 		endSpan(span, err)
 		st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: err, Duration: time.Since(start)})
 		if err != nil {
 			return err
 		}
 		st.wrote = true
+		// What the server made of the desired object is, by definition,
+		// what applying it gives.
+		r.equivalent.remember(c.Desired, out)
 		owned[objectKey(c.Desired)] = true
 		if c.Action == diff.Create {
 			st.Counts.Created++
@@ -135,6 +138,10 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			return err
 		}
 		st.wrote = true
+		r.equivalent.forget(c.Live)
+		// The kind stays in the inventory for one more tick: an object a
+		// finalizer holds is still there, terminating, and must be seen.
+		st.pruned = append(st.pruned, c.Live.GroupVersionKind())
 		delete(owned, objectKey(c.Live))
 		st.Counts.Pruned++
 	}
@@ -142,17 +149,31 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 }
 
 // validate dry-runs every object about to be written, so that one the
-// server rejects fails the phase before anything is written.
-func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Change) error {
+// server rejects fails the phase before anything is written. It returns the
+// writes that would change something: an update whose dry-run result equals
+// the live object is a difference only the local comparison sees (a
+// normalisation gap), remembered as equivalent and not written.
+func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Change) ([]diff.Change, error) {
+	opts := r.diffOptions()
+	kept := writes[:0:0]
 	for _, c := range writes {
 		if err := st.stopped(); err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := r.kube.Apply(ctx, c.Desired, true); err != nil {
-			return fmt.Errorf("validate before writing (nothing written): %w", err)
+		out, err := r.kube.Apply(ctx, c.Desired, true)
+		if err != nil {
+			return nil, fmt.Errorf("validate before writing (nothing written): %w", err)
 		}
+		if c.Action == diff.Update && len(diff.Equivalent(out, c.Live, opts)) == 0 {
+			r.equivalent.remember(c.Desired, c.Live)
+			st.dropChange(c)
+			st.Equivalent = append(st.Equivalent, c.Kind+"/"+c.Name)
+			st.Counts.Equivalent++
+			continue
+		}
+		kept = append(kept, c)
 	}
-	return nil
+	return kept, nil
 }
 
 // nextInventory keeps every kind Git names, every kind of which this
@@ -171,5 +192,17 @@ func nextInventory(st *State, owned map[string]bool) *inventory {
 	for _, k := range st.unserved {
 		inv.add(k)
 	}
+	for _, k := range st.pruned {
+		inv.add(k)
+	}
 	return inv
+}
+
+// dropChange removes c from the tick's changes: it turned out to change
+// nothing.
+func (st *State) dropChange(c diff.Change) {
+	st.Changes = slices.DeleteFunc(st.Changes, func(o diff.Change) bool {
+		return o.Kind == c.Kind && o.Name == c.Name && o.Desired == c.Desired
+	})
+	st.Counts.Drifted = len(st.Changes)
 }

@@ -29,6 +29,7 @@ var errTickTimeout = errors.New("tick timeout exceeded")
 func Classify(err error) Reason {
 	var (
 		inv    *invalidError
+		own    *OwnershipError
 		man    *source.ManifestError
 		status apierrors.APIStatus
 		netErr net.Error
@@ -43,6 +44,8 @@ func Classify(err error) Reason {
 		return ""
 	case errors.As(err, &inv), errors.As(err, &man):
 		return ReasonInvalid
+	case errors.As(err, &own):
+		return ReasonConflict
 	case errors.Is(err, errTickTimeout), errors.Is(err, context.DeadlineExceeded),
 		// client-go's rate limiter refuses a wait that would pass the
 		// deadline, before the deadline, with an error of its own.

@@ -24,7 +24,7 @@ type inventory struct {
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 
 // inventoryName is the ConfigMap's name for an instance.
-func inventoryName(instance string) string { return "recond-inventory-" + instance }
+func inventoryName(instance string) string { return InventoryPrefix + instance }
 
 // add records gvk unless its group and kind are recorded already, keeping
 // the list sorted.
@@ -56,25 +56,42 @@ func (r *Reconciler) loadInventory(ctx context.Context) (*inventory, error) {
 	}
 	inv := &inventory{}
 	if cm != nil {
-		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-		inv.Revision = data["revision"]
-		for _, line := range strings.Split(data["kinds"], "\n") {
-			if line = strings.TrimSpace(line); line == "" {
-				continue
-			}
-			gv, kind, ok := strings.Cut(line, " ")
-			if !ok {
-				continue
-			}
-			parsed, err := schema.ParseGroupVersion(gv)
-			if err != nil {
-				continue
-			}
-			inv.Kinds = append(inv.Kinds, parsed.WithKind(kind))
+		if inv, err = parseInventory(cm); err != nil {
+			return nil, Invalid(fmt.Errorf("inventory ConfigMap %s: %w; fix or delete it (recond rebuilds it, but cannot prune kinds it forgot)", cm.GetName(), err))
 		}
 	}
 	sortKinds(inv.Kinds)
 	r.inv = inv
+	return inv, nil
+}
+
+// parseInventory reads an inventory ConfigMap. A line it cannot read is an
+// error, never skipped: a kind dropped from the inventory would never be
+// pruned again.
+func parseInventory(cm *unstructured.Unstructured) (*inventory, error) {
+	data, found, err := unstructured.NestedStringMap(cm.Object, "data")
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	inv := &inventory{}
+	if !found {
+		return inv, nil
+	}
+	inv.Revision = data["revision"]
+	for i, line := range strings.Split(data["kinds"], "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		gv, kind, ok := strings.Cut(line, " ")
+		if !ok || kind == "" || strings.ContainsAny(kind, " \t/") {
+			return nil, fmt.Errorf("kinds line %d %q: want \"<group/version> <Kind>\"", i+1, line)
+		}
+		parsed, err := schema.ParseGroupVersion(gv)
+		if err != nil || parsed.Version == "" {
+			return nil, fmt.Errorf("kinds line %d %q: bad group/version %q", i+1, line, gv)
+		}
+		inv.Kinds = append(inv.Kinds, parsed.WithKind(kind))
+	}
 	return inv, nil
 }
 

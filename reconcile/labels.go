@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -24,6 +26,31 @@ const (
 	// kinds it has applied and the last revision it applied in full.
 	LabelInventory = "recond.dev/inventory"
 )
+
+// Name prefixes recond keeps for its own objects in the namespace: its
+// inventory ConfigMap and its leader-election Lease. Git may not name an
+// object with one of them, whatever its kind, so that no repository can
+// overwrite another instance's state.
+const (
+	InventoryPrefix = "recond-inventory-"
+	LeasePrefix     = "recond-leader-"
+)
+
+// reservedPrefixes lists every name prefix recond uses for itself.
+var reservedPrefixes = []string{InventoryPrefix, LeasePrefix}
+
+// LeaseName is the name of the Lease that instance's leader holds.
+func LeaseName(instance string) string { return LeasePrefix + instance }
+
+// reservedName reports the reserved prefix name starts with, or "".
+func reservedName(name string) string {
+	for _, p := range reservedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return p
+		}
+	}
+	return ""
+}
 
 // ownerSelector selects the objects instance owns.
 func ownerSelector(instance string) string {

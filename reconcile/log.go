@@ -49,6 +49,12 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	attrs = append(attrs,
 		"desired", r.Counts.Desired, "drifted", r.Counts.Drifted, "created", r.Counts.Created,
 		"updated", r.Counts.Updated, "pruned", r.Counts.Pruned)
+	if r.Counts.Terminating > 0 {
+		attrs = append(attrs, "terminating", r.Counts.Terminating, "terminating_objects", joinList(r.Terminating))
+	}
+	if r.Counts.Equivalent > 0 {
+		attrs = append(attrs, "server_equivalent", r.Counts.Equivalent)
+	}
 	if r.DryRun {
 		attrs = append(attrs, "dry_run", true)
 	}

@@ -62,6 +62,30 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 			found[objectKey(&items[i])] = true
 		}
 	}
+	// A kind Git names in two versions (autoscaling/v1 and v2
+	// HorizontalPodAutoscalers) is listed in the first; an object desired in
+	// another version is read again in its own, so that the diff compares
+	// like with like.
+	index := map[string]int{}
+	for i, l := range live {
+		index[objectKey(l)] = i
+	}
+	for _, d := range st.Desired {
+		i, ok := index[objectKey(d)]
+		if !ok || live[i].GroupVersionKind().Version == d.GroupVersionKind().Version {
+			continue
+		}
+		gctx, span := startSpan(ctx, "recond.get", kindAttr(d.GetKind()), attribute.String("k8s.name", d.GetName()),
+			attribute.String("k8s.api_version", d.GetAPIVersion()))
+		u, err := r.kube.Get(gctx, d.GroupVersionKind(), d.GetName())
+		endSpan(span, err)
+		if err != nil {
+			return err
+		}
+		if u != nil {
+			live[i] = u
+		}
+	}
 	for _, d := range st.Desired {
 		if found[objectKey(d)] {
 			continue

@@ -36,6 +36,9 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 		obj := m.Object
 		gvk := obj.GroupVersionKind()
 		id := fmt.Sprintf("%s/%s", gvk.Kind, obj.GetName())
+		if p := reservedName(obj.GetName()); p != "" {
+			return Invalidf("%s: %s: names starting with %q are recond's own (its inventory and its Lease); rename the object", m.File, id, p)
+		}
 		mapping, err := r.kube.Mapping(gvk)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", m.File, id, err)

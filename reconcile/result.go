@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -78,24 +77,6 @@ func (e *PhaseError) Error() string {
 // Unwrap returns the cause.
 func (e *PhaseError) Unwrap() error { return e.Err }
 
-// invalidError marks an error whose cause is the input (manifests, flags), so
-// that Classify reports ReasonInvalid whatever it wraps.
-type invalidError struct{ err error }
-
-func (e *invalidError) Error() string { return e.err.Error() }
-func (e *invalidError) Unwrap() error { return e.err }
-
-// Invalid marks err as caused by invalid input (ReasonInvalid).
-func Invalid(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &invalidError{err: err}
-}
-
-// Invalidf is fmt.Errorf marked Invalid.
-func Invalidf(format string, args ...any) error { return Invalid(fmt.Errorf(format, args...)) }
-
 // PhaseResult is what one phase that ran left behind.
 type PhaseResult struct {
 	Phase    Phase
@@ -120,6 +101,13 @@ type Counts struct {
 	Updated int
 	Pruned  int
 	Managed int // objects recond owns after the tick
+	// Terminating is how many owned objects are being deleted (a
+	// deletionTimestamp set, held by a finalizer): counted, never pruned again.
+	Terminating int
+	// Equivalent is how many objects the local diff saw differ although the
+	// server showed that applying them changes nothing: a normalisation gap,
+	// reported converged instead of rewritten.
+	Equivalent int
 }
 
 // Result is everything a tick did. Logs, metrics and spans read it.
@@ -131,9 +119,12 @@ type Result struct {
 	Phases   []PhaseResult // the phases that ran, in order
 	Changes  []diff.Change // what the diff phase found (create, update, delete; unchanged omitted)
 	Ops      []Operation   // writes made by the apply phase
-	Counts   Counts
-	Outcome  Outcome
-	DryRun   bool
+	// Terminating and Equivalent name ("Kind/name") the objects that
+	// Counts.Terminating and Counts.Equivalent count.
+	Terminating, Equivalent []string
+	Counts                  Counts
+	Outcome                 Outcome
+	DryRun                  bool
 }
 
 // Failure returns the error of the failed phase, or nil.
@@ -163,7 +154,3 @@ func (r *Result) Err() error {
 	}
 	return nil
 }
-
-// errStopped is returned by the apply phase when the loop was asked to stop
-// between two objects.
-var errStopped = errors.New("stopped before the apply finished")

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -52,6 +53,10 @@ type Reconciler struct {
 	observers []Observer
 	log       *slog.Logger
 	inv       *inventory // nil until first loaded
+	// equivalent remembers what the server showed to change nothing.
+	equivalent equivalence
+	// salt salts the hashes that stand for Secret values in differences.
+	salt []byte
 }
 
 // New returns a Reconciler. Observers are called in order at starts and in
@@ -60,7 +65,9 @@ func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observe
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reconciler{cfg: cfg, src: src, kube: kube, log: log, observers: observers}
+	salt := make([]byte, 32)
+	_, _ = rand.Read(salt)
+	return &Reconciler{cfg: cfg, src: src, kube: kube, log: log, observers: observers, equivalent: equivalence{}, salt: salt}
 }
 
 // State is what the phases of one tick hand each other.
@@ -75,9 +82,16 @@ type State struct {
 	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
 	Changes  []diff.Change                // create, update and delete only
 	unserved []schema.GroupVersionKind    // inventory kinds the server does not serve now
+	pruned   []schema.GroupVersionKind    // kinds of the objects this tick deleted
 	Ops      []Operation
 	Counts   Counts
 	wrote    bool
+	// Terminating are the owned objects being deleted ("Kind/name"): not
+	// written or deleted again until they are gone.
+	Terminating []string
+	// Equivalent are the objects the local diff saw differ but the server
+	// has shown applying them changes nothing ("Kind/name").
+	Equivalent []string
 }
 
 type phaseFunc func(ctx context.Context, st *State) error
@@ -124,6 +138,7 @@ func (r *Reconciler) tick(ctx context.Context, planOnly bool) *Result {
 	}
 	res.Revision, res.Fetched = st.Revision, st.Fetched
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
+	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
 	res.Duration = time.Since(res.Start)
 	switch {
 	case res.Failure() != nil:

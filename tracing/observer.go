@@ -60,6 +60,8 @@ func (o *Observer) TickEnd(ctx context.Context, r *reconcile.Result) {
 		attribute.Int("recond.objects.created", r.Counts.Created),
 		attribute.Int("recond.objects.updated", r.Counts.Updated),
 		attribute.Int("recond.objects.pruned", r.Counts.Pruned),
+		attribute.Int("recond.objects.terminating", r.Counts.Terminating),
+		attribute.Int("recond.objects.server_equivalent", r.Counts.Equivalent),
 	)
 	if r.DryRun {
 		span.SetAttributes(attribute.Bool("recond.dry_run", true))

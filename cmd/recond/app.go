@@ -20,9 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"golang.org/x/term"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"recond.dev/recond/leader"
 	"recond.dev/recond/metrics"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
@@ -33,12 +35,16 @@ import (
 
 // app is one configured recond: the wiring of flags to packages.
 type app struct {
-	opts   *options
-	log    *slog.Logger
-	rec    *reconcile.Reconciler
-	tracer *tracing.Provider
-	reg    *prometheus.Registry
-	ready  atomic.Bool
+	opts    *options
+	log     *slog.Logger
+	rec     *reconcile.Reconciler
+	tracer  *tracing.Provider
+	reg     *prometheus.Registry
+	metrics *metrics.Metrics
+	coord   coordinationv1.CoordinationV1Interface
+	ready   atomic.Bool
+	// role is this process's leader.State (nil before the election).
+	role atomic.Pointer[leader.State]
 }
 
 func newApp(o *options, stderr io.Writer) (*app, error) {
@@ -83,6 +89,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		Username: o.gitUsername, PasswordFile: o.gitPasswordFile, TokenFile: o.gitTokenFile,
 		SSHKeyFile: o.gitSSHKeyFile, KnownHostsFile: o.gitKnownHostsFile,
 		InsecureSkipHostKeyCheck: o.insecureSkipHostKeyCheck,
+		Limits:                   o.limits, VerifyCommits: o.verifyCommits, TrustedKeysFile: o.trustedKeysFile,
 	})
 	if err != nil {
 		return nil, err
@@ -99,7 +106,11 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	if tp.Enabled {
 		observers = append([]reconcile.Observer{tracing.NewObserver(tp, o.namespace, o.name)}, observers...)
 	}
-	a := &app{opts: o, log: log, tracer: tp, reg: reg}
+	coord, err := coordinationv1.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{opts: o, log: log, tracer: tp, reg: reg, metrics: m, coord: coord}
 	a.rec = reconcile.New(rcfg, src, kube, log, observers...)
 	log.Info("recond starting", "version", version, "repo", src.DisplayURL(), "ref", o.ref, "path", o.path,
 		"interval", o.interval.String(), "prune", o.prune, "self_heal", o.selfHeal, "dry_run", o.dryRun)
@@ -166,14 +177,40 @@ func (a *app) run(ctx context.Context) int {
 		}()
 		a.log.Info("serving", "address", ln.Addr().String())
 	}
-	a.rec.Run(ctx, a.opts.interval, a.opts.tickTimeout, func(r *reconcile.Result) {
-		if r.Failure() == nil {
-			a.ready.Store(true)
+	loop := func(ctx context.Context) {
+		a.rec.Run(ctx, a.opts.interval, a.opts.tickTimeout, func(r *reconcile.Result) {
+			if r.Failure() == nil {
+				a.ready.Store(true)
+			}
+		})
+	}
+	code := 0
+	if a.opts.leaderElect {
+		if err := leader.Run(ctx, a.leaderConfig(), a.coord, a.log, a.observeRole, loop); err != nil {
+			a.log.Error("leader election: stopping so that a restart rejoins as standby", "error", err)
+			code = 1
 		}
-	})
+	} else {
+		a.observeRole(leader.State{Leading: true})
+		loop(ctx)
+	}
 	a.flush()
 	a.log.Info("recond stopped")
-	return 0
+	return code
+}
+
+func (a *app) leaderConfig() leader.Config {
+	return leader.Config{
+		Namespace: a.opts.namespace, Lease: reconcile.LeaseName(a.opts.name),
+		LeaseDuration: a.opts.leaseDuration, RenewDeadline: a.opts.renewDeadline, RetryPeriod: a.opts.leaseRetryTime,
+	}
+}
+
+// observeRole records whether this process leads, for /readyz and the
+// recond_leader gauge.
+func (a *app) observeRole(s leader.State) {
+	a.role.Store(&s)
+	a.metrics.SetLeader(s.Leading)
 }
 
 // flush exports the spans not yet sent.
@@ -194,6 +231,16 @@ func (a *app) handler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		// A standby is ready: it is doing its job, which is to wait. It
+		// says so, and whom it waits for.
+		if s := a.role.Load(); s != nil && !s.Leading {
+			holder := s.Holder
+			if holder == "" {
+				holder = "unknown"
+			}
+			_, _ = fmt.Fprintf(w, "standby: lease %s held by %s\n", reconcile.LeaseName(a.opts.name), holder)
+			return
+		}
 		if !a.ready.Load() {
 			http.Error(w, "no successful tick yet", http.StatusServiceUnavailable)
 			return
@@ -207,7 +254,26 @@ func (a *app) sync(ctx context.Context) int {
 	defer a.flush()
 	tctx, cancel := context.WithTimeout(ctx, a.opts.tickTimeout)
 	defer cancel()
-	if r := a.rec.Tick(tctx); r.Failure() != nil {
+	if !a.opts.leaderElect {
+		return exitCode(a.rec.Tick(tctx))
+	}
+	// One tick under the Lease: a running leader is waited for (within
+	// --tick-timeout), never written beside.
+	var res *reconcile.Result
+	err := leader.Run(tctx, a.leaderConfig(), a.coord, a.log, nil, func(lctx context.Context) { res = a.rec.Tick(lctx) })
+	switch {
+	case err != nil:
+		a.log.Error("leader election", "error", err)
+		return 1
+	case res == nil:
+		a.log.Error("another process held the lease for the whole --tick-timeout; nothing done", "lease", reconcile.LeaseName(a.opts.name))
+		return 1
+	}
+	return exitCode(res)
+}
+
+func exitCode(r *reconcile.Result) int {
+	if r.Failure() != nil {
 		return 1
 	}
 	return 0
@@ -241,6 +307,7 @@ func (a *app) diff(ctx context.Context, stdout io.Writer) int {
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
 			return 2
 		}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"recond.dev/recond/reconcile/source"
 )
 
 // options are the parsed flags.
@@ -29,6 +31,13 @@ type options struct {
 	gitUsername, gitPasswordFile, gitTokenFile string
 	gitSSHKeyFile, gitKnownHostsFile           string
 	insecureSkipHostKeyCheck                   bool
+
+	limits          source.Limits
+	verifyCommits   bool
+	trustedKeysFile string
+
+	leaderElect                                  bool
+	leaseDuration, renewDeadline, leaseRetryTime time.Duration
 }
 
 // parseFlags reads the flags of cmd from RECOND_* environment variables and
@@ -61,6 +70,19 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.gitSSHKeyFile, "git-ssh-key-file", "", "file holding the SSH private key")
 	fs.StringVar(&o.gitKnownHostsFile, "git-known-hosts-file", "", "known_hosts file to verify SSH host keys against (required for SSH)")
 	fs.BoolVar(&o.insecureSkipHostKeyCheck, "insecure-skip-host-key-check", false, "connect over SSH without verifying the host key")
+	fs.Int64Var(&o.limits.MaxBytes, "render-max-bytes", source.DefaultLimits.MaxBytes, "most bytes a render may read from the commit, and most bytes it may produce")
+	fs.IntVar(&o.limits.MaxObjects, "render-max-objects", source.DefaultLimits.MaxObjects, "most objects a render may produce")
+	fs.Int64Var(&o.limits.MaxFileBytes, "render-max-file-bytes", source.DefaultLimits.MaxFileBytes, "largest file a render may read")
+	fs.IntVar(&o.limits.MaxDepth, "render-max-depth", source.DefaultLimits.MaxDepth, "deepest nesting of maps and lists in one object")
+	fs.IntVar(&o.limits.MaxAliasExpansion, "render-max-alias-expansion", source.DefaultLimits.MaxAliasExpansion, "most a YAML document may grow by expanding its aliases, as a multiple of its own size")
+	fs.BoolVar(&o.verifyCommits, "verify-commits", false, "render only commits (or, for a tag --ref, annotated tags) signed by a key in --trusted-keys-file")
+	fs.StringVar(&o.trustedKeysFile, "trusted-keys-file", "", "armored OpenPGP public keys trusted to sign commits (with --verify-commits)")
+	if cmd == "run" || cmd == "sync" {
+		fs.BoolVar(&o.leaderElect, "leader-elect", true, "hold a Lease (recond-leader-<name>) so that only one process writes for the instance; others wait as standby")
+		fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the last renewal before taking over")
+		fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading")
+		fs.DurationVar(&o.leaseRetryTime, "leader-elect-retry-period", 2*time.Second, "time between attempts to acquire or renew the Lease")
+	}
 	if cmd == "diff" {
 		fs.StringVar(&o.output, "output", "text", "text or json")
 	}
@@ -92,6 +114,14 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--tick-timeout must not be negative")
 	case o.kubeQPS <= 0 || o.kubeBurst <= 0:
 		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
+	case o.limits.MaxBytes <= 0 || o.limits.MaxObjects <= 0 || o.limits.MaxFileBytes <= 0 || o.limits.MaxDepth <= 0 || o.limits.MaxAliasExpansion <= 0:
+		return nil, errors.New("the --render-max-* limits must be positive")
+	case o.verifyCommits && o.trustedKeysFile == "":
+		return nil, errors.New("--verify-commits needs --trusted-keys-file")
+	case !o.verifyCommits && o.trustedKeysFile != "":
+		return nil, errors.New("--trusted-keys-file is used only with --verify-commits")
+	case o.leaderElect && !(o.leaseDuration > o.renewDeadline && o.renewDeadline > o.leaseRetryTime && o.leaseRetryTime > 0):
+		return nil, errors.New("leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0")
 	case o.output != "" && o.output != "text" && o.output != "json":
 		return nil, fmt.Errorf("--output must be text or json, not %q", o.output)
 	}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -102,6 +105,94 @@ func TestSecretsNeverLeak(t *testing.T) {
 		for where, text := range map[string]string{"logs": logs.String(), "spans": spans, "metrics": string(metricsBody)} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s contain the secret %q", where, secret)
+			}
+		}
+	}
+}
+
+// A Secret's values from Git are never shown: a Secret is synced and then
+// changed in Git, with random values, and every output of recond is
+// searched for them: the log lines of run and sync (the "difference" lines
+// included), `recond diff` in text and JSON, the exported spans and
+// /metrics. The diff still shows that a key changed.
+func TestSecretValuesNeverShown(t *testing.T) {
+	random := func() string {
+		b := make([]byte, 12)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		return hex.EncodeToString(b)
+	}
+	first, second, third := random(), random(), random()
+	secret := func(password, token string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  password: " + password +
+			"\ndata:\n  token: " + base64.StdEncoding.EncodeToString([]byte(token)) + "\n"
+	}
+	repo := testenv.NewRepo(t)
+	repo.Commit("secret", map[string]string{"secret.yaml": secret(first, first+"-t"), "cm.yaml": cmYAML})
+	var (
+		mu   sync.Mutex
+		otlp bytes.Buffer
+	)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		otlp.Write(b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "none")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	args := clusterArgs(t, repo.URL())
+	var out bytes.Buffer
+
+	code, _, errOut := recond(t, append([]string{"sync"}, args...)...)
+	if code != 0 {
+		t.Fatalf("first sync: exit %d", code)
+	}
+	out.WriteString(errOut)
+	repo.Commit("rotate", map[string]string{"secret.yaml": secret(second, second+"-t")})
+	code, text, errOut := recond(t, append([]string{"diff"}, args...)...)
+	if code != 1 || !strings.Contains(text, "Secret/creds") {
+		t.Fatalf("diff: exit %d, output %q; want 1 and the Secret", code, text)
+	}
+	out.WriteString(text + errOut)
+	code, js, errOut := recond(t, append([]string{"diff", "--output", "json"}, args...)...)
+	if code != 1 || !strings.Contains(js, `"stringData.password"`) || !strings.Contains(js, `"data.token"`) {
+		t.Fatalf("diff --output json: exit %d, output %q; want the changed keys", code, js)
+	}
+	out.WriteString(js + errOut)
+	code, _, errOut = recond(t, append([]string{"sync"}, args...)...)
+	if code != 0 || !strings.Contains(errOut, `"msg":"difference"`) || !strings.Contains(errOut, "Secret/creds") {
+		t.Fatalf("second sync: exit %d; want a difference line for the Secret", code)
+	}
+	out.WriteString(errOut)
+
+	// recond run while the Secret drifts in the cluster (a third value),
+	// so that a healed difference is logged too.
+	repo.Commit("rotate again", map[string]string{"secret.yaml": secret(third, third+"-t")})
+	r := startRun(t, "1h", true, args...)
+	metricsBody := get(t, "http://"+r.addr+"/metrics")
+	r.stop()
+	out.WriteString(r.log.String())
+	mu.Lock()
+	spans := otlp.String()
+	mu.Unlock()
+	if !strings.Contains(spans, "recond.tick") {
+		t.Fatalf("the collector received no recond spans (%d bytes)", len(spans))
+	}
+	if !strings.Contains(out.String(), `"msg":"difference"`) {
+		t.Fatal("no difference line to search")
+	}
+	for _, v := range []string{first, second, third} {
+		for _, value := range []string{v, v + "-t", base64.StdEncoding.EncodeToString([]byte(v)), base64.StdEncoding.EncodeToString([]byte(v + "-t"))} {
+			for where, s := range map[string]string{"logs and diff output": out.String(), "spans": spans, "metrics": metricsBody} {
+				if strings.Contains(s, value) {
+					t.Errorf("%s contain the Secret value %q", where, value)
+				}
 			}
 		}
 	}

@@ -1,8 +1,8 @@
 // Command demo shows recond holding a namespace: it starts a local
 // kube-apiserver and etcd, makes a Git repository from the example app, runs
 // `recond run` against them, then drifts the cluster and commits to Git while
-// recond runs, so that its log shows a first sync, a heal, an update and a
-// prune. It stops everything it started.
+// recond runs, so that its log shows a first sync, a heal, an update, a
+// prune and a refused hostile commit. It stops everything it started.
 package main
 
 import (
@@ -182,7 +182,28 @@ func demo(recondBin, examples string, interval time.Duration) error {
 	if err := waitTick("outcome=converged"); err != nil {
 		return err
 	}
-	say("done: recond created, healed, updated and pruned; every later tick is converged")
+	say("hostile commit: a kustomization that also names a URL; recond refuses it in read and changes nothing")
+	sha, err = repo.edit("fetch something", map[string]func(string) string{
+		"kustomization.yaml": func(string) string {
+			return "resources:\n  - configmap.yaml\n  - deployment.yaml\n  - \"http://127.0.0.1:9/evil.yaml#x y\"\n"
+		},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("committed %s\n", sha[:12])
+	if err := waitTick("reason=invalid"); err != nil {
+		return err
+	}
+	sha, err = repo.remove("revert", "kustomization.yaml")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("reverted in %s\n", sha[:12])
+	if err := waitTick("outcome=converged"); err != nil {
+		return err
+	}
+	say("done: recond created, healed, updated, pruned and refused a hostile commit; every later tick is converged")
 	return nil
 }
 

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	fieldtypes "recond.dev/recond/reconcile/schema"
 )
 
 // FieldManager is the field manager recond applies with.
@@ -25,6 +27,7 @@ const FieldManager = "recond"
 type Client struct {
 	dyn       dynamic.Interface
 	mapper    meta.RESTMapper
+	types     *fieldtypes.Types
 	namespace string
 }
 
@@ -59,8 +62,12 @@ func NewForHTTP(cfg *rest.Config, httpClient *http.Client, namespace string) (*C
 	// asked for a kind it does not know (a CRD installed since), so a known
 	// kind costs no API call and a new one costs one refresh.
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return &Client{dyn: dyn, mapper: mapper, namespace: namespace}, nil
+	return &Client{dyn: dyn, mapper: mapper, types: fieldtypes.NewForDiscovery(dc), namespace: namespace}, nil
 }
+
+// FieldTypes tells, from the server's OpenAPI v3 schemas, which fields are
+// quantities, int-or-strings and durations (cached; see schema.Types).
+func (c *Client) FieldTypes() *fieldtypes.Types { return c.types }
 
 // Namespace is the namespace the client is bound to.
 func (c *Client) Namespace() string { return c.namespace }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Paths never compared. desiredSkips also holds the object's identity
@@ -25,13 +27,27 @@ var (
 type walker struct {
 	skip  map[string]bool
 	diffs []FieldDiff
+	// types, when set, tells field types by the schema of kind gvk; stack
+	// is the schema path of the value being compared (Item for list items).
+	types FieldTypes
+	gvk   schema.GroupVersionKind
+	stack []string
+	// secret masks the values of data and stringData (salted with salt) in
+	// every difference: the object is a Secret.
+	secret bool
+	salt   []byte
 	// certain is set once a difference has a live value: real drift rather
 	// than a field the server may have transformed away.
 	certain bool
 }
 
-func newWalker(opts Options, skips []string) *walker {
-	w := &walker{skip: make(map[string]bool, len(skips)+len(opts.IgnoreAnnotations))}
+// newWalker prepares a comparison of objects of kind gvk.
+func newWalker(opts Options, skips []string, gvk schema.GroupVersionKind) *walker {
+	w := &walker{
+		skip:  make(map[string]bool, len(skips)+len(opts.IgnoreAnnotations)),
+		types: opts.Types, gvk: gvk, stack: make([]string, 0, 16),
+		secret: isSecret(gvk), salt: opts.SecretSalt,
+	}
 	for _, p := range skips {
 		w.skip[p] = true
 	}
@@ -41,11 +57,16 @@ func newWalker(opts Options, skips []string) *walker {
 	return w
 }
 
+// add records a difference. In a Secret, the values under data and
+// stringData are masked here, the one place every difference passes.
 func (w *walker) add(path string, live, desired any) {
-	w.diffs = append(w.diffs, FieldDiff{Path: path, Live: live, Desired: desired})
 	if live != nil {
 		w.certain = true
 	}
+	if w.secret {
+		live, desired = w.mask(path, live), w.mask(path, desired)
+	}
+	w.diffs = append(w.diffs, FieldDiff{Path: path, Live: live, Desired: desired})
 }
 
 func (w *walker) sorted() []FieldDiff {
@@ -55,7 +76,8 @@ func (w *walker) sorted() []FieldDiff {
 
 // subset compares the desired value d at path with the live value l, looking
 // only at what d sets. key is d's map key and parent the key of the map
-// holding it (both empty inside list items); they tell quantities apart.
+// holding it (both empty inside list items); without a schema they tell
+// quantities apart.
 func (w *walker) subset(path, parent, key string, d, l any) {
 	switch dv := d.(type) {
 	case nil:
@@ -67,7 +89,9 @@ func (w *walker) subset(path, parent, key string, d, l any) {
 		}
 		for k, v := range dv {
 			if p := join(path, k); !w.skip[p] {
+				w.push(k)
 				w.subset(p, key, k, v, lm[k])
+				w.pop()
 			}
 		}
 	case []any:
@@ -77,7 +101,7 @@ func (w *walker) subset(path, parent, key string, d, l any) {
 			if !isZero(d) {
 				w.add(path, nil, d)
 			}
-		} else if !scalarEqual(isQuantity(parent, key), d, l) {
+		} else if !scalarEqual(w.typeOf(parent, key), d, l) {
 			w.add(path, l, d)
 		}
 	}
@@ -99,7 +123,9 @@ func (w *walker) subsetList(path, field string, d []any, l any) {
 		for _, item := range d {
 			p := path + "[" + k.selector(item) + "]"
 			if li := k.find(lv, item); li != nil {
+				w.push(Item)
 				w.subset(p, "", "", item, li)
+				w.pop()
 			} else {
 				w.add(p, nil, item)
 			}
@@ -111,9 +137,11 @@ func (w *walker) subsetList(path, field string, d []any, l any) {
 			w.add(path, l, d)
 			return
 		}
+		w.push(Item)
 		for i := range d {
 			w.subset(path+"["+strconv.Itoa(i)+"]", "", "", d[i], lv[i])
 		}
+		w.pop()
 		return
 	}
 	if !deepEqual(d, lv) {
@@ -132,13 +160,17 @@ func (w *walker) full(path, parent, key string, d, l any) {
 	if (dMap || d == nil) && (lMap || l == nil) {
 		for k, v := range dm {
 			if p := join(path, k); !w.skip[p] {
+				w.push(k)
 				w.full(p, key, k, v, lm[k])
+				w.pop()
 			}
 		}
 		for k, v := range lm {
 			if _, both := dm[k]; !both {
 				if p := join(path, k); !w.skip[p] {
+					w.push(k)
 					w.full(p, key, k, nil, v)
+					w.pop()
 				}
 			}
 		}
@@ -150,12 +182,14 @@ func (w *walker) full(path, parent, key string, d, l any) {
 		w.fullList(path, d, l, dl, ll)
 		return
 	}
-	if d == nil || l == nil || !scalarEqual(isQuantity(parent, key), d, l) {
+	if d == nil || l == nil || !scalarEqual(w.typeOf(parent, key), d, l) {
 		w.add(path, l, d)
 	}
 }
 
 func (w *walker) fullList(path string, d, l any, dl, ll []any) {
+	w.push(Item)
+	defer w.pop()
 	if nameKey.fits(dl) && nameKey.fits(ll) {
 		for _, item := range dl {
 			p := path + "[" + nameKey.selector(item) + "]"

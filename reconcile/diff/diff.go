@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Action is what applying the desired state does to one object.
@@ -32,6 +33,11 @@ type FieldDiff struct {
 	Live any `json:"live"`
 	// Desired is the value Git wants; nil when Git no longer sets a field
 	// recond owns (applying removes it).
+	//
+	// In a Secret, a value under data or stringData is never shown: Live
+	// and Desired hold "<secret sha256:3f2a9c1e>", eight hex digits of a
+	// salted hash of the (decoded) value, so that a change is visible but
+	// the value is not; a whole map keeps its keys with each value masked.
 	Desired any `json:"desired"`
 }
 
@@ -48,7 +54,10 @@ type Change struct {
 	// server may have transformed. The caller confirms with a server-side
 	// dry-run (see Equivalent). Action stays Update.
 	Uncertain bool
-	// Desired is nil for Delete; Live is nil for Create.
+	// Desired is nil for Delete; Live is nil for Create. They are what
+	// applying writes and hold real values, Secret data included: logs and
+	// JSON show a Change through String, LogValue and MarshalJSON, which
+	// leave them out.
 	Desired, Live *unstructured.Unstructured
 }
 
@@ -60,6 +69,15 @@ type Options struct {
 	// IgnoreAnnotations lists annotation keys that are never compared, such
 	// as "recond.dev/revision", which moves with every commit.
 	IgnoreAnnotations []string
+	// Types tells quantities, int-or-strings and durations apart by the
+	// server's schema. Nil, or no schema for a kind, falls back to rules by
+	// field name (quantities under limits, requests and hard, and in
+	// sizeLimit and storage).
+	Types FieldTypes
+	// SecretSalt salts the hashes that stand for a Secret's values in
+	// differences (see FieldDiff). Empty uses a random salt made once per
+	// process, so a mask never is a plain hash of the value.
+	SecretSalt []byte
 }
 
 // Object compares a desired object with the live one. A nil live object
@@ -75,7 +93,8 @@ func Object(desired, live *unstructured.Unstructured, opts Options) Change {
 	}
 	c := Change{Kind: desired.GetKind(), Name: desired.GetName(), Action: Unchanged, Desired: desired, Live: live}
 
-	w := newWalker(opts, desiredSkips)
+	w := newWalker(opts, desiredSkips, desired.GroupVersionKind())
+	w.secret = w.secret || isSecret(live.GroupVersionKind())
 	w.subset("", "", "", desired.Object, live.Object)
 	w.removals(desired.Object, live.Object, owned(live, opts.Manager))
 	if len(w.diffs) > 0 {
@@ -134,14 +153,18 @@ func Objects(desired, live []*unstructured.Unstructured, opts Options) []Change 
 // differences sorted by Path, with the dry-run value as Desired; empty means
 // applying changes nothing.
 func Equivalent(dryRun, live *unstructured.Unstructured, opts Options) []FieldDiff {
-	var d, l map[string]any
-	if dryRun != nil {
-		d = dryRun.Object
-	}
+	var (
+		d, l map[string]any
+		gvk  schema.GroupVersionKind
+	)
 	if live != nil {
-		l = live.Object
+		l, gvk = live.Object, live.GroupVersionKind()
 	}
-	w := newWalker(opts, equivalentSkips)
+	if dryRun != nil {
+		d, gvk = dryRun.Object, dryRun.GroupVersionKind()
+	}
+	w := newWalker(opts, equivalentSkips, gvk)
+	w.secret = w.secret || (live != nil && isSecret(live.GroupVersionKind()))
 	w.full("", "", "", d, l)
 	return w.sorted()
 }
@@ -173,11 +196,13 @@ func display(v any) string {
 	if v == nil {
 		return "<none>"
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a mask reads <secret ...>, not \u003csecret ...\u003e
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 type objectKey struct{ group, kind, namespace, name string }

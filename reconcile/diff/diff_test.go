@@ -80,7 +80,10 @@ func own(t *testing.T, live *unstructured.Unstructured, path ...string) {
 	}
 }
 
-var recondOpts = Options{Manager: "recond", IgnoreAnnotations: []string{"recond.dev/revision"}}
+// testSalt salts the masks of Secret values in tests.
+var testSalt = []byte("test salt")
+
+var recondOpts = Options{Manager: "recond", IgnoreAnnotations: []string{"recond.dev/revision"}, SecretSalt: testSalt}
 
 func TestObject(t *testing.T) {
 	const (
@@ -445,7 +448,7 @@ func TestObject(t *testing.T) {
 			name:    "secret stringData against live data is uncertain",
 			desired: "secret.yaml", live: "secret-live.yaml",
 			want:      Update,
-			fields:    []FieldDiff{{Path: "stringData.password", Live: nil, Desired: "hunter2"}},
+			fields:    []FieldDiff{{Path: "stringData.password", Live: nil, Desired: Mask(testSalt, []byte("hunter2"))}},
 			uncertain: true,
 		},
 		{
@@ -456,7 +459,7 @@ func TestObject(t *testing.T) {
 			},
 			want: Update,
 			fields: []FieldDiff{
-				{Path: "stringData.password", Live: nil, Desired: "hunter2"},
+				{Path: "stringData.password", Live: nil, Desired: Mask(testSalt, []byte("hunter2"))},
 				{Path: "type", Live: "kubernetes.io/basic-auth", Desired: "Opaque"},
 			},
 		},
@@ -639,10 +642,10 @@ func TestChangeString(t *testing.T) {
 		},
 		{
 			Change{Kind: "Secret", Name: "creds", Action: Update, Uncertain: true, Fields: []FieldDiff{
-				{Path: "stringData.password", Desired: "hunter2"},
+				{Path: "stringData.password", Desired: "<secret sha256:3f2a9c1e>"},
 			}},
 			"Secret/creds: update (uncertain)\n" +
-				"Secret/creds stringData.password: <none> -> \"hunter2\"",
+				"Secret/creds stringData.password: <none> -> \"<secret sha256:3f2a9c1e>\"",
 		},
 	}
 	for _, tt := range tests {

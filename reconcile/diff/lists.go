@@ -103,7 +103,7 @@ func (k *listKey) find(items []any, item any) map[string]any {
 		}
 		match := true
 		for _, f := range k.fields {
-			if !scalarEqual(false, k.get(m, f), k.get(lm, f)) {
+			if !scalarEqual(FieldPlain, k.get(m, f), k.get(lm, f)) {
 				match = false
 				break
 			}

@@ -11,19 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// quantityParents are map keys whose values are resource quantities
-// (resources.limits, resources.requests, ResourceQuota spec.hard).
-var quantityParents = map[string]bool{"limits": true, "requests": true, "hard": true}
-
-// quantityKeys are fields holding a quantity wherever they appear.
-var quantityKeys = map[string]bool{"sizeLimit": true, "storage": true}
-
-// isQuantity reports whether the scalar at key, inside the map found under
-// parent, is a Kubernetes resource quantity.
-func isQuantity(parent, key string) bool {
-	return quantityParents[parent] || quantityKeys[key]
-}
-
 // isZero reports whether v is absent or a zero value the API server drops:
 // nil, "", false, 0, an empty map or an empty list.
 func isZero(v any) bool {
@@ -43,14 +30,21 @@ func isZero(v any) bool {
 	return ok && n.equal(number{isInt: true})
 }
 
-// scalarEqual compares two decoded scalars: numbers numerically, quantities
-// (when qty is set and both sides parse) by value, anything else exactly.
-func scalarEqual(qty bool, a, b any) bool {
-	if qty {
+// scalarEqual compares two decoded scalars of type t: quantities and
+// durations by value when both sides parse, numbers numerically, anything
+// else exactly. An int-or-string's 80 and "80" differ, as the server keeps
+// them apart.
+func scalarEqual(t FieldType, a, b any) bool {
+	switch t {
+	case FieldQuantity:
 		if qa, ok := toQuantity(a); ok {
 			if qb, ok := toQuantity(b); ok {
 				return qa.Cmp(qb) == 0
 			}
+		}
+	case FieldDuration:
+		if eq, ok := durationEqual(a, b); ok {
+			return eq
 		}
 	}
 	na, aok := toNumber(a)
@@ -89,7 +83,7 @@ func deepEqual(a, b any) bool {
 		}
 		return true
 	}
-	return scalarEqual(false, a, b)
+	return scalarEqual(FieldPlain, a, b)
 }
 
 // number is a decoded JSON/YAML number: int64 when integral, else float64.

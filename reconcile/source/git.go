@@ -54,6 +54,16 @@ type Config struct {
 	// InsecureSkipHostKeyCheck accepts any SSH host key. It is only allowed
 	// when no KnownHostsFile is set.
 	InsecureSkipHostKeyCheck bool
+
+	// Limits bound what rendering may read and produce; zero fields take
+	// the defaults of DefaultLimits.
+	Limits Limits
+
+	// VerifyCommits refuses to render a revision whose commit (or, when Ref
+	// names a tag, whose annotated tag) is not signed by a key of
+	// TrustedKeysFile (armored OpenPGP public keys, read at every fetch).
+	VerifyCommits   bool
+	TrustedKeysFile string
 }
 
 // Revision is the outcome of a Fetch.
@@ -63,6 +73,8 @@ type Revision struct {
 	// Fetched is false when no objects were fetched over the network: the
 	// repository is local, or the commit was already in the cache.
 	Fetched bool
+
+	tip plumbing.Hash // the object the ref named: an annotated tag, or the commit
 }
 
 type kind int
@@ -323,6 +335,13 @@ func (s *Source) Fetch(ctx context.Context) (Revision, error) {
 	if err != nil {
 		return Revision{}, fmt.Errorf("fetch %s: %w", s.display, wrapGoGit(err))
 	}
+	// Verified on every Fetch, cached or not, still under the cache lock:
+	// a revision refused once stays refused.
+	if s.cfg.VerifyCommits {
+		if err := s.verify(rev); err != nil {
+			return Revision{}, fmt.Errorf("fetch %s: %w", s.display, err)
+		}
+	}
 	return rev, nil
 }
 
@@ -369,7 +388,7 @@ func (s *Source) fetchLocal() (Revision, error) {
 	if err != nil {
 		return Revision{}, err
 	}
-	return Revision{SHA: c.String()}, nil
+	return Revision{SHA: c.String(), tip: h}, nil
 }
 
 func (s *Source) fetchRemote(ctx context.Context) (Revision, error) {
@@ -395,7 +414,7 @@ func (s *Source) fetchRemote(ctx context.Context) (Revision, error) {
 		return Revision{}, err
 	}
 	if c, err := peel(repo, h); err == nil {
-		return Revision{SHA: c.String()}, nil // already cached: no fetch
+		return Revision{SHA: c.String(), tip: h}, nil // already cached: no fetch
 	}
 
 	local := name
@@ -422,7 +441,7 @@ func (s *Source) fetchRemote(ctx context.Context) (Revision, error) {
 	if err != nil {
 		return Revision{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return Revision{SHA: c.String(), Fetched: true}, nil
+	return Revision{SHA: c.String(), Fetched: true, tip: ref.Hash()}, nil
 }
 
 // fetchCommit handles a ref that is a commit SHA. Servers only hand out

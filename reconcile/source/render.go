@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -20,8 +19,6 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 )
 
 // Manifest is one Kubernetes object read from the repository.
@@ -52,15 +49,15 @@ func (e *ManifestError) Error() string {
 
 func (e *ManifestError) Unwrap() error { return e.Err }
 
-// kustomizationFiles are the names kustomize looks for, in its order.
-var kustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
 // Render reads the manifests under Config.Path at commit sha (a full SHA,
 // normally from Fetch). For a remote repository the commit must be in the
 // cache, i.e. Fetch must have returned it.
 //
-// Render checks only that each object has apiVersion, kind and
-// metadata.name; namespaces, duplicates and scope are the caller's concern.
+// Render checks that each object has apiVersion, kind and metadata.name,
+// that its numbers are exact and that the render stays within
+// Config.Limits; namespaces, duplicates and scope are the caller's concern.
+// It never opens a network connection or starts a process, and returns
+// soon after ctx is done.
 func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
 	if !isSHA(sha) {
 		return nil, fmt.Errorf("render %s: %q is not a full commit SHA", s.display, sha)
@@ -100,51 +97,87 @@ func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
 			return nil, fmt.Errorf("%s: %w", s.dir, err)
 		}
 	}
+	b := &budget{lim: s.cfg.Limits.withDefaults()}
 	for _, name := range kustomizationFiles {
-		if e, err := dir.FindEntry(name); err == nil && e.Mode.IsFile() {
-			return s.kustomize(ctx, root)
+		if e, err := dir.FindEntry(name); err == nil && (e.Mode.IsFile() || e.Mode == filemode.Symlink) {
+			return s.kustomize(ctx, root, b)
 		}
 	}
-	return readDir(ctx, dir, s.dir)
+	return readDir(ctx, root, dir, s.dir, b)
 }
 
 // readDir decodes every manifest file below dir (whose path in the
 // repository is base) in lexical path order. Hidden files and directories
-// (".github/...") and symbolic links are skipped.
-func readDir(ctx context.Context, dir *object.Tree, base string) ([]Manifest, error) {
+// (".github/...") are skipped. A symbolic link is followed when it leads
+// to a file inside the repository (its content is read under the link's
+// name); one that dangles, leads outside or leads to a directory fails the
+// render, as does a file that cannot be read.
+func readDir(ctx context.Context, root, dir *object.Tree, base string, b *budget) ([]Manifest, error) {
 	var files []*object.File
 	err := dir.Files().ForEach(func(f *object.File) error {
-		if f.Mode == filemode.Symlink || hidden(f.Name) {
+		if hidden(f.Name) {
 			return nil
 		}
-		switch path.Ext(f.Name) {
-		case ".yaml", ".yml", ".json":
+		if f.Mode == filemode.Symlink {
+			files = append(files, f)
+			return nil
+		}
+		if isManifest(f.Name) {
 			files = append(files, f)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", base, err)
+		return nil, &ManifestError{File: base, Err: err}
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 
+	r := &resolver{root: root}
 	var out []Manifest
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		name := path.Join(base, f.Name)
-		content, err := f.Contents()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		blob := f
+		if f.Mode == filemode.Symlink {
+			n, err := r.resolve(name)
+			if err != nil {
+				return nil, &ManifestError{File: name, Err: err}
+			}
+			if n.file == nil {
+				return nil, &ManifestError{File: name, Err: fmt.Errorf("symlink to directory %s: not followed; list its files or link them one by one", n.path)}
+			}
+			if !isManifest(f.Name) {
+				continue
+			}
+			blob = n.file
 		}
-		ms, err := decode(name, []byte(content))
+		if err := b.fileSize(name, blob.Size); err != nil {
+			return nil, err
+		}
+		if err := b.readBytes(name, blob.Size); err != nil {
+			return nil, err
+		}
+		content, err := blob.Contents()
+		if err != nil {
+			return nil, &ManifestError{File: name, Err: fmt.Errorf("read: %w", err)}
+		}
+		ms, err := b.decode(name, []byte(content))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, ms...)
 	}
 	return out, nil
+}
+
+func isManifest(name string) bool {
+	switch path.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
 }
 
 func hidden(p string) bool {
@@ -157,8 +190,13 @@ func hidden(p string) bool {
 }
 
 // decode splits a YAML (multi-document) or JSON file into objects,
-// skipping empty documents and expanding lists.
-func decode(file string, data []byte) ([]Manifest, error) {
+// skipping empty documents and expanding lists. The file is inspected
+// first (alias expansion, depth, exact numbers), so that the decoder never
+// expands a bomb or rounds a number.
+func (b *budget) decode(file string, data []byte) ([]Manifest, error) {
+	if err := b.inspect(file, data, true); err != nil {
+		return nil, err
+	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []Manifest
 	for doc := 1; ; doc++ {
@@ -179,7 +217,7 @@ func decode(file string, data []byte) ([]Manifest, error) {
 			return nil, &ManifestError{File: file, Err: fmt.Errorf("document %d: not an object: %w", doc, err)}
 		}
 		var err error
-		if out, err = appendObject(out, file, doc, obj); err != nil {
+		if out, err = b.appendObject(out, file, doc, obj); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +225,7 @@ func decode(file string, data []byte) ([]Manifest, error) {
 
 // appendObject validates obj and appends it, or its items when it is a
 // list (kind "List", or any "...List" kind with items, as kubectl does).
-func appendObject(out []Manifest, file string, doc int, obj map[string]any) ([]Manifest, error) {
+func (b *budget) appendObject(out []Manifest, file string, doc int, obj map[string]any) ([]Manifest, error) {
 	u := &unstructured.Unstructured{Object: obj}
 	kind, name := u.GetKind(), u.GetName()
 	if items, ok := obj["items"]; kind == "List" || (ok && strings.HasSuffix(kind, "List")) {
@@ -201,7 +239,7 @@ func appendObject(out []Manifest, file string, doc int, obj map[string]any) ([]M
 				return nil, &ManifestError{File: file, Object: kind, Err: fmt.Errorf("document %d: item %d is not an object", doc, i)}
 			}
 			var err error
-			if out, err = appendObject(out, file, doc, m); err != nil {
+			if out, err = b.appendObject(out, file, doc, m); err != nil {
 				return nil, err
 			}
 		}
@@ -219,14 +257,15 @@ func appendObject(out []Manifest, file string, doc int, obj map[string]any) ([]M
 		missing = append(missing, "metadata.name")
 	}
 	if len(missing) > 0 {
-		ref := kind + "/" + name
-		switch {
-		case kind == "":
-			ref = name
-		case name == "":
-			ref = kind
-		}
-		return nil, &ManifestError{File: file, Object: ref, Err: fmt.Errorf("document %d: missing %s", doc, strings.Join(missing, ", "))}
+		return nil, &ManifestError{File: file, Object: ref(kind, name), Err: fmt.Errorf("document %d: missing %s", doc, strings.Join(missing, ", "))}
+	}
+	if d := jsonDepth(obj); d > int64(b.lim.MaxDepth) {
+		err := newLimitError(LimitDepth, d, int64(b.lim.MaxDepth), file)
+		err.Object = ref(kind, name)
+		return nil, err
+	}
+	if b.objects++; b.objects > b.lim.MaxObjects {
+		return nil, newLimitError(LimitObjects, int64(b.objects), int64(b.lim.MaxObjects), file)
 	}
 	return append(out, Manifest{File: file, Object: u}), nil
 }
@@ -235,149 +274,75 @@ func appendObject(out []Manifest, file string, doc int, obj map[string]any) ([]M
 // OpenAPI schema).
 var kustomizeMu sync.Mutex
 
-// kustomize builds the kustomization at s.dir from an in-memory copy of the
-// whole commit, so that bases such as ../base resolve.
-func (s *Source) kustomize(ctx context.Context, root *object.Tree) ([]Manifest, error) {
+// kustomize builds the kustomization at s.dir with the sealed kustomize
+// (no network, no processes, no plugins but the builtin ones) reading
+// lazily from the commit's tree through a read-only, bounded file system.
+// Kustomize runs in its own goroutine so that Render returns as soon as
+// ctx is done; the file system then fails its next read, which stops it.
+func (s *Source) kustomize(ctx context.Context, root *object.Tree, b *budget) ([]Manifest, error) {
 	label := "kustomize build " + s.dir
-	if err := checkRemote(root, s.dir, map[string]bool{}); err != nil {
-		return nil, &ManifestError{File: label, Err: err}
-	}
-	fs := filesys.MakeFsInMemory()
-	err := root.Files().ForEach(func(f *object.File) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if f.Mode == filemode.Symlink {
-			return nil
-		}
-		content, err := f.Contents()
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.Name, err)
-		}
-		return fs.WriteFile("/"+f.Name, []byte(content))
-	})
-	if err != nil {
-		return nil, err
+	fsCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tfs := newTreeFS(fsCtx, root, b)
+	if err := checkKustomizations(tfs, s.dir); err != nil {
+		return nil, renderFault(err, label)
 	}
 
-	kustomizeMu.Lock()
-	defer kustomizeMu.Unlock()
-	// The default options disable plugins and restrict loads to the
-	// kustomization's root.
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, path.Join("/", s.dir))
-	if err != nil {
-		return nil, &ManifestError{File: label, Err: err}
+	type result struct {
+		out []byte
+		err error
 	}
-	out, err := resources.AsYaml()
-	if err != nil {
-		return nil, &ManifestError{File: label, Err: err}
+	done := make(chan result, 1)
+	go func() {
+		kustomizeMu.Lock()
+		defer kustomizeMu.Unlock()
+		if err := fsCtx.Err(); err != nil {
+			done <- result{err: err}
+			return
+		}
+		// The default options allow builtin plugins only and restrict
+		// loads to the kustomization's root.
+		resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(tfs, abs(s.dir))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		if n := resources.Size(); n > b.lim.MaxObjects {
+			done <- result{err: newLimitError(LimitObjects, int64(n), int64(b.lim.MaxObjects), label)}
+			return
+		}
+		out, err := resources.AsYaml()
+		done <- result{out: out, err: err}
+	}()
+
+	var res result
+	select {
+	case <-ctx.Done():
+		// Cancelling fsCtx (deferred) makes the goroutine's next read fail.
+		return nil, ctx.Err()
+	case res = <-done:
 	}
-	return decode(label, out)
+	if res.err != nil {
+		if fault := tfs.Err(); fault != nil {
+			return nil, renderFault(fault, label)
+		}
+		return nil, renderFault(res.err, label)
+	}
+	if n := int64(len(res.out)); n > b.lim.MaxBytes {
+		return nil, newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
+	}
+	return b.decode(label, res.out)
 }
 
-// checkRemote refuses kustomizations (dir and the local bases it reaches)
-// that refer to remote resources. Kustomize would clone them by running
-// git, or download them, which a reconciler must not do behind its
-// operator's back; the error says so instead.
-func checkRemote(root *object.Tree, dir string, seen map[string]bool) error {
-	if seen[dir] || dir == ".." || strings.HasPrefix(dir, "../") {
-		return nil // cycles and escapes are kustomize's to report
+// renderFault returns err as a *ManifestError (of label when it is not one
+// already), except for cancellation, which is returned as it is.
+func renderFault(err error, label string) error {
+	var me *ManifestError
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.As(err, &me):
+		return me
 	}
-	seen[dir] = true
-	t := root
-	if dir != "." {
-		var err error
-		if t, err = root.Tree(dir); err != nil {
-			return nil // a file, or missing: kustomize will say
-		}
-	}
-	for _, name := range kustomizationFiles {
-		f, err := t.File(name)
-		if err != nil {
-			continue
-		}
-		content, err := f.Contents()
-		if err != nil {
-			return err
-		}
-		var k map[string]any
-		if yaml.Unmarshal([]byte(content), &k) != nil {
-			return nil // kustomize will report the syntax error
-		}
-		bases, files := kustomizationRefs(k)
-		for _, ref := range append(bases, files...) {
-			if isRemote(ref) {
-				return fmt.Errorf("%s: remote reference %q is not supported; copy it into the repository",
-					path.Join(dir, name), ref)
-			}
-		}
-		for _, b := range bases {
-			if err := checkRemote(root, path.Join(dir, b), seen); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return nil
-}
-
-// kustomizationRefs lists the entries of a kustomization that name other
-// kustomizations (bases) or files.
-func kustomizationRefs(k map[string]any) (bases, files []string) {
-	strs := func(v any) []string {
-		var out []string
-		switch v := v.(type) {
-		case string:
-			out = append(out, v)
-		case []any:
-			for _, e := range v {
-				if s, ok := e.(string); ok {
-					out = append(out, s)
-				}
-			}
-		}
-		return out
-	}
-	for _, key := range []string{"resources", "bases", "components", "generators", "transformers", "validators"} {
-		bases = append(bases, strs(k[key])...)
-	}
-	for _, key := range []string{"crds", "configurations", "patchesStrategicMerge"} {
-		files = append(files, strs(k[key])...)
-	}
-	if m, ok := k["openapi"].(map[string]any); ok {
-		files = append(files, strs(m["path"])...)
-	}
-	for _, key := range []string{"patches", "patchesJson6902", "replacements", "configMapGenerator", "secretGenerator"} {
-		list, _ := k[key].([]any)
-		for _, e := range list {
-			m, _ := e.(map[string]any)
-			files = append(files, strs(m["path"])...)
-			files = append(files, strs(m["env"])...)
-			files = append(files, strs(m["envs"])...)
-			for _, f := range strs(m["files"]) {
-				_, after, found := strings.Cut(f, "=") // "key=path"
-				if found {
-					f = after
-				}
-				files = append(files, f)
-			}
-		}
-	}
-	return bases, files
-}
-
-var (
-	schemeRE  = regexp.MustCompile(`^[a-z][a-z0-9+.-]*://`)
-	scpUserRE = regexp.MustCompile(`^[a-z][a-z0-9-]*@`)
-)
-
-// isRemote reports whether kustomize would treat ref as a URL to download
-// or a git repository to clone (mirroring its own detection).
-func isRemote(ref string) bool {
-	if strings.ContainsAny(ref, " \t\n") { // inline YAML, not a reference
-		return false
-	}
-	l := strings.TrimPrefix(strings.ToLower(ref), "git::")
-	return schemeRE.MatchString(l) || scpUserRE.MatchString(l) ||
-		strings.HasPrefix(l, "github.com/") || strings.HasPrefix(l, "github.com:")
+	return &ManifestError{File: label, Err: err}
 }

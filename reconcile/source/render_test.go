@@ -172,9 +172,9 @@ func TestRenderErrors(t *testing.T) {
 		{"scalar", "scalar/x.yaml", "", "not an object"},
 		{"badlist", "badlist/x.yaml", "List", "item 0 is not an object"},
 		{"no/such/dir", "no/such/dir", "", "directory not found"},
-		{"kust/remote", "kustomize build kust/remote", "", `kust/local/kustomization.yaml: remote reference "github.com/example/repo//deploy?ref=v1" is not supported`},
-		{"kust/http", "kustomize build kust/http", "", "remote reference \"https://example.com/cm.yaml\""},
-		{"kust/broken", "kustomize build kust/broken", "", "missing.yaml"},
+		{"kust/remote", "kust/local/kustomization.yaml", "", `resources entry "github.com/example/repo//deploy?ref=v1": remote references are not supported`},
+		{"kust/http", "kust/http/kustomization.yaml", "", `resources entry "https://example.com/cm.yaml": remote references`},
+		{"kust/broken", "kust/broken/kustomization.yaml", "", `resources entry "missing.yaml": no such file`},
 		{"kust/escape", "kustomize build kust/escape", "", "security"},
 	}
 	for _, tt := range tests {
@@ -224,45 +224,6 @@ func TestRenderBadCommit(t *testing.T) {
 	cancel()
 	if _, err := mustNew(t, Config{URL: dir, Path: "plain"}).Render(ctx, sha); !errors.Is(err, context.Canceled) {
 		t.Errorf("Render(canceled) error = %v, want context.Canceled", err)
-	}
-}
-
-func TestIsRemote(t *testing.T) {
-	for ref, want := range map[string]bool{
-		"../base":                                 false,
-		"cm.yaml":                                 false,
-		"github.com/org/repo//dir?ref=v1":         true,
-		"GitHub.com:org/repo":                     true,
-		"https://example.com/x.yaml":              true,
-		"git::https://example.com/org/repo":       true,
-		"ssh://git@example.com/org/repo":          true,
-		"git@gitlab.com:org/repo.git":             true,
-		"file:///etc/repo":                        true,
-		"example.com/org/repo":                    false, // a local path as far as kustomize is concerned
-		"apiVersion: v1\nkind: X\nurl: http://x/": false, // inline patch
-	} {
-		if got := isRemote(ref); got != want {
-			t.Errorf("isRemote(%q) = %v, want %v", ref, got, want)
-		}
-	}
-}
-
-func TestKustomizationRefs(t *testing.T) {
-	k := map[string]any{
-		"resources":  []any{"a.yaml", "../base"},
-		"components": []any{"comp"},
-		"patches":    []any{map[string]any{"path": "p.yaml"}, map[string]any{"patch": "inline"}},
-		"configMapGenerator": []any{map[string]any{
-			"files": []any{"key=https://x/f", "plain.txt"}, "envs": []any{"e.env"},
-		}},
-		"openapi": map[string]any{"path": "schema.json"},
-	}
-	bases, files := kustomizationRefs(k)
-	if want := []string{"a.yaml", "../base", "comp"}; !reflect.DeepEqual(bases, want) {
-		t.Errorf("bases = %q, want %q", bases, want)
-	}
-	if want := []string{"schema.json", "p.yaml", "e.env", "https://x/f", "plain.txt"}; !reflect.DeepEqual(files, want) {
-		t.Errorf("files = %q, want %q", files, want)
 	}
 }
 

@@ -1,0 +1,50 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+)
+
+// invalidError marks an error whose cause is the input (manifests, flags), so
+// that Classify reports ReasonInvalid whatever it wraps.
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string { return e.err.Error() }
+func (e *invalidError) Unwrap() error { return e.err }
+
+// Invalid marks err as caused by invalid input (ReasonInvalid).
+func Invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &invalidError{err: err}
+}
+
+// Invalidf is fmt.Errorf marked Invalid.
+func Invalidf(format string, args ...any) error { return Invalid(fmt.Errorf(format, args...)) }
+
+// OwnershipError reports live objects that another recond instance owns
+// (label recond.dev/instance) and that Git names: they are never adopted,
+// written or pruned. Classify reports it as ReasonConflict.
+type OwnershipError struct {
+	// Objects are "Kind/name (instance <owner>)", sorted.
+	Objects []string
+}
+
+func (e *OwnershipError) Error() string {
+	return fmt.Sprintf("%d object(s) in Git belong to another recond instance; refusing to adopt them (remove them from Git, or from the other instance's): %s",
+		len(e.Objects), joinList(e.Objects))
+}
+
+// errStopped is returned by the apply phase when the loop was asked to stop
+// between two objects.
+var errStopped = errors.New("stopped before the apply finished")
+
+// joinList joins at most 10 items and says how many more there are.
+func joinList(items []string) string {
+	const most = 10
+	if len(items) <= most {
+		return fmt.Sprint(items)
+	}
+	return fmt.Sprintf("%v and %d more", items[:most], len(items)-most)
+}

@@ -1,0 +1,244 @@
+package source
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Names of the limits, as LimitError.Limit reports them.
+const (
+	LimitBytes          = "bytes"
+	LimitObjects        = "objects"
+	LimitFileBytes      = "file size"
+	LimitDepth          = "nesting depth"
+	LimitAliasExpansion = "alias expansion"
+)
+
+// limitFlags maps each limit to the flag that sets it.
+var limitFlags = map[string]string{
+	LimitBytes:          "--render-max-bytes",
+	LimitObjects:        "--render-max-objects",
+	LimitFileBytes:      "--render-max-file-bytes",
+	LimitDepth:          "--render-max-depth",
+	LimitAliasExpansion: "--render-max-alias-expansion",
+}
+
+// aliasAllowance is the number of nodes a YAML document may expand to on
+// top of MaxAliasExpansion times its own nodes, so that a small document
+// may use a few anchors freely.
+const aliasAllowance = 10000
+
+// LimitError reports a render that exceeded one of its Limits. Render
+// returns it inside a *ManifestError.
+type LimitError struct {
+	// Limit is one of the Limit* names.
+	Limit string
+	// Flag is the command-line flag that sets the limit.
+	Flag string
+	// Value is what the render reached (at least Max+1; for bytes, possibly
+	// only the point at which it stopped counting).
+	Value int64
+	// Max is the limit in force.
+	Max int64
+	// File is the file being read when the limit was exceeded, or "".
+	File string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s limit exceeded: %d > %d (raise %s if this is intended)", e.Limit, e.Value, e.Max, e.Flag)
+}
+
+func newLimitError(limit string, value, max int64, file string) *ManifestError {
+	return &ManifestError{File: file, Err: &LimitError{Limit: limit, Flag: limitFlags[limit], Value: value, Max: max, File: file}}
+}
+
+// budget counts what one render has used against its limits. It is safe
+// for concurrent use (kustomize reads through the file system from its own
+// goroutine).
+type budget struct {
+	lim     Limits
+	read    atomic.Int64 // bytes read from the tree
+	objects int          // objects produced (only touched by the decoder)
+}
+
+// readBytes charges n bytes read from file against MaxBytes.
+func (b *budget) readBytes(file string, n int64) error {
+	if total := b.read.Add(n); total > b.lim.MaxBytes {
+		return newLimitError(LimitBytes, total, b.lim.MaxBytes, file)
+	}
+	return nil
+}
+
+// fileSize refuses a file larger than MaxFileBytes, before it is read.
+func (b *budget) fileSize(file string, size int64) error {
+	if size > b.lim.MaxFileBytes {
+		return newLimitError(LimitFileBytes, size, b.lim.MaxFileBytes, file)
+	}
+	return nil
+}
+
+// inspect checks every document of a YAML or JSON file before it is
+// decoded: alias expansion, nesting depth and, when numbers is set, that
+// every number is exactly representable. It parses into yaml.v3 nodes,
+// which keep aliases unexpanded, so a bomb costs only its own size here.
+func (b *budget) inspect(file string, data []byte, numbers bool) error {
+	if looksLikeJSON(data) {
+		return b.inspectJSON(file, data, numbers)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for doc := 1; ; doc++ {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return &ManifestError{File: file, Err: &syntaxError{fmt.Errorf("document %d: %w", doc, err)}}
+		}
+		w := &nodeWalker{memo: map[*yaml.Node]nodeCost{}, visiting: map[*yaml.Node]bool{}}
+		own := countOwn(&n)
+		c, err := w.cost(&n)
+		if err != nil {
+			return &ManifestError{File: file, Err: fmt.Errorf("document %d: %w", doc, err)}
+		}
+		if max := int64(b.lim.MaxAliasExpansion)*own + aliasAllowance; c.nodes > max {
+			return newLimitError(LimitAliasExpansion, c.nodes, max, file)
+		}
+		// The document node itself adds one level.
+		if c.depth-1 > int64(b.lim.MaxDepth) {
+			return b.depthError(file, &n, c.depth-1)
+		}
+		if numbers {
+			if err := checkNumbers(file, &n); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (b *budget) depthError(file string, doc *yaml.Node, depth int64) error {
+	err := newLimitError(LimitDepth, depth, int64(b.lim.MaxDepth), file)
+	err.Object = objectRef(docRoot(doc))
+	return err
+}
+
+// syntaxError is a file that yaml.v3 cannot parse. Kustomize reads files
+// that are not YAML (env files, data), so its file system ignores these.
+type syntaxError struct{ err error }
+
+func (e *syntaxError) Error() string { return e.err.Error() }
+func (e *syntaxError) Unwrap() error { return e.err }
+
+// looksLikeJSON is the test utilyaml's decoder makes: JSON starts with "{".
+func looksLikeJSON(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// inspectJSON checks depth and numbers of a JSON file (JSON has no
+// aliases). Syntax errors are left to the decoder, which reports them.
+func (b *budget) inspectJSON(file string, data []byte, numbers bool) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil //nolint:nilerr // the decoder reports syntax errors
+		}
+		obj, _ := v.(map[string]any)
+		ref := jsonRef(obj)
+		if d := jsonDepth(v); d > int64(b.lim.MaxDepth) {
+			err := newLimitError(LimitDepth, d, int64(b.lim.MaxDepth), file)
+			err.Object = ref
+			return err
+		}
+		if numbers {
+			if err := checkJSONNumbers(file, ref, "", v); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func jsonDepth(v any) int64 {
+	var d int64
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			d = max(d, jsonDepth(e))
+		}
+		return d + 1
+	case []any:
+		for _, e := range v {
+			d = max(d, jsonDepth(e))
+		}
+		return d + 1
+	}
+	return 0
+}
+
+// nodeCost is what a node costs once its aliases are expanded: its node
+// count and its nesting depth (maps and sequences).
+type nodeCost struct{ nodes, depth int64 }
+
+type nodeWalker struct {
+	memo     map[*yaml.Node]nodeCost
+	visiting map[*yaml.Node]bool
+}
+
+// costCap keeps the counts far from overflow; anything above it is over
+// every limit anyway.
+const costCap = 1 << 50
+
+func (w *nodeWalker) cost(n *yaml.Node) (nodeCost, error) {
+	if c, ok := w.memo[n]; ok {
+		return c, nil
+	}
+	if w.visiting[n] {
+		return nodeCost{}, errors.New("recursive YAML alias")
+	}
+	w.visiting[n] = true
+	defer delete(w.visiting, n)
+	var c nodeCost
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return nodeCost{}, errors.New("unknown YAML alias")
+		}
+		t, err := w.cost(n.Alias)
+		if err != nil {
+			return nodeCost{}, err
+		}
+		c = t
+	} else {
+		c.nodes = 1
+		for _, ch := range n.Content {
+			t, err := w.cost(ch)
+			if err != nil {
+				return nodeCost{}, err
+			}
+			c.nodes = min(c.nodes+t.nodes, costCap)
+			c.depth = max(c.depth, t.depth)
+		}
+		if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode || n.Kind == yaml.DocumentNode {
+			c.depth++
+		}
+	}
+	w.memo[n] = c
+	return c, nil
+}
+
+// countOwn counts the nodes of n as written (an alias counts once).
+func countOwn(n *yaml.Node) int64 {
+	c := int64(1)
+	if n.Kind != yaml.AliasNode {
+		for _, ch := range n.Content {
+			c += countOwn(ch)
+		}
+	}
+	return c
+}

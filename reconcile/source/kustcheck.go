@@ -1,0 +1,193 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/types"
+)
+
+// kustomizationFiles are the names kustomize looks for, in its order.
+var kustomizationFiles = konfig.RecognizedKustomizationFileNames()
+
+// remoteRE matches what looks like a URL or a remote Git repository: a
+// scheme, go-getter's "git::", scp-like "user@host:path", or a well-known
+// host. It only chooses the wording of the error: any entry that does not
+// resolve inside the repository is refused anyway.
+var remoteRE = regexp.MustCompile(`(?i)^\s*(git::|[a-z][a-z0-9+.-]*://|[^/\s]+@[^/\s]+:|(github|gitlab|bitbucket)\.(com|org)[/:])`)
+
+// checkKustomizations reads every kustomization reachable from dir and
+// refuses, with a message naming the kustomization file and the entry,
+// every location that is not a relative path resolving inside the
+// repository, and every helm chart. It gives clear messages; what enforces
+// the boundary is the file system kustomize reads through.
+func checkKustomizations(tfs *treeFS, dir string) error {
+	seen := map[string]bool{}
+	var visit func(dir string) error
+	visit = func(dir string) error {
+		if seen[dir] {
+			return nil
+		}
+		seen[dir] = true
+		file := ""
+		var data []byte
+		for _, name := range kustomizationFiles {
+			p := path.Join(dir, name)
+			n, err := tfs.lookup(abs(p))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if n.file == nil {
+				continue
+			}
+			if data, err = tfs.read(n); err != nil {
+				return err
+			}
+			file = p
+			break
+		}
+		if file == "" {
+			return nil // a directory without kustomization: kustomize says so
+		}
+		var k types.Kustomization
+		if err := k.Unmarshal(data); err != nil {
+			return &ManifestError{File: file, Err: err}
+		}
+		if len(k.HelmChartInflationGenerator) > 0 || len(k.HelmCharts) > 0 || k.HelmGlobals != nil {
+			return &ManifestError{File: file, Err: errors.New("helm charts are not supported: recond does not run helm; render the chart and commit its output")}
+		}
+		psm := k.PatchesStrategicMerge
+		k.FixKustomization()
+
+		var dirs []string
+		check := func(field, entry string, dirOK bool) error {
+			n, err := checkEntry(tfs, dir, entry)
+			if err != nil {
+				return &ManifestError{File: file, Err: fmt.Errorf("%s entry %q: %w", field, entry, err)}
+			}
+			if n.tree != nil {
+				if !dirOK {
+					return &ManifestError{File: file, Err: fmt.Errorf("%s entry %q: is a directory", field, entry)}
+				}
+				dirs = append(dirs, n.path)
+			}
+			return nil
+		}
+		for _, l := range []struct {
+			field   string
+			entries []string
+			dirOK   bool
+		}{
+			{"resources", k.Resources, true}, // bases are in resources now
+			{"components", k.Components, true},
+			{"generators", k.Generators, true},
+			{"transformers", k.Transformers, true},
+			{"validators", k.Validators, true},
+			{"crds", k.Crds, false},
+			{"configurations", k.Configurations, false},
+		} {
+			for _, e := range l.entries {
+				if err := check(l.field, e, l.dirOK); err != nil {
+					return err
+				}
+			}
+		}
+		for _, p := range k.Patches {
+			if p.Path != "" {
+				if err := check("patches", p.Path, false); err != nil {
+					return err
+				}
+			}
+		}
+		for _, p := range k.PatchesJson6902 {
+			if p.Path != "" {
+				if err := check("patchesJson6902", p.Path, false); err != nil {
+					return err
+				}
+			}
+		}
+		for _, p := range psm {
+			if s := strings.TrimSpace(string(p)); s != "" && !strings.ContainsAny(s, "\n{") {
+				if err := check("patchesStrategicMerge", s, false); err != nil {
+					return err
+				}
+			}
+		}
+		for _, r := range k.Replacements {
+			if r.Path != "" {
+				if err := check("replacements", r.Path, false); err != nil {
+					return err
+				}
+			}
+		}
+		gens := make([]types.GeneratorArgs, 0, len(k.ConfigMapGenerator)+len(k.SecretGenerator))
+		for _, g := range k.ConfigMapGenerator {
+			gens = append(gens, g.GeneratorArgs)
+		}
+		for _, g := range k.SecretGenerator {
+			gens = append(gens, g.GeneratorArgs)
+		}
+		for _, g := range gens {
+			for _, f := range g.FileSources {
+				if _, after, ok := strings.Cut(f, "="); ok { // "key=path"
+					f = after
+				}
+				if err := check("files", f, false); err != nil {
+					return err
+				}
+			}
+			for _, f := range g.EnvSources {
+				if err := check("envs", f, false); err != nil {
+					return err
+				}
+			}
+		}
+		if p, ok := k.OpenAPI["path"]; ok {
+			if err := check("openapi.path", p, false); err != nil {
+				return err
+			}
+		}
+		for _, d := range dirs {
+			if err := visit(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return visit(dir)
+}
+
+// checkEntry resolves a kustomization entry relative to dir.
+func checkEntry(tfs *treeFS, dir, entry string) (*node, error) {
+	switch {
+	case entry == "":
+		return nil, errors.New("empty path")
+	case remoteRE.MatchString(entry) || strings.Contains(entry, "://"):
+		return nil, errors.New("remote references are not supported: recond renders only files inside the repository; copy it into the repository")
+	case path.IsAbs(entry) || strings.HasPrefix(entry, `\`):
+		return nil, errors.New("absolute paths are not supported: use a path relative to the kustomization")
+	}
+	p := path.Join(dir, entry)
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return nil, fmt.Errorf("resolves to %s, %w", p, errOutside)
+	}
+	n, err := tfs.r.resolve(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no such file or directory in the repository (%s)", p)
+		}
+		return nil, err
+	}
+	if err := tfs.ctx.Err(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}

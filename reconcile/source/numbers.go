@@ -1,0 +1,209 @@
+package source
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// exactInt reports whether the integer literal s fits in an int64, the
+// only integer type an unstructured object holds. ok is false when s is
+// not an integer literal this check understands.
+func exactInt(s string) (exact, ok bool) {
+	var i big.Int
+	if _, ok := i.SetString(s, 0); !ok {
+		return false, false
+	}
+	return i.IsInt64(), true
+}
+
+// exactFloat reports whether the float literal s keeps its value as a
+// float64: its decimal value equals that of the shortest formatting of the
+// nearest float64. ok is false for literals this check does not judge
+// (.inf, .nan and forms big.Rat does not read).
+func exactFloat(s string) (exact, ok bool) {
+	s = strings.ReplaceAll(s, "_", "")
+	var lit big.Rat
+	if _, ok := lit.SetString(s); !ok {
+		return false, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return false, true // out of range
+	}
+	var short big.Rat
+	if _, ok := short.SetString(strconv.FormatFloat(f, 'g', -1, 64)); !ok {
+		return false, true
+	}
+	return lit.Cmp(&short) == 0, true
+}
+
+// numberError is the error for an inexact number at field of object.
+func numberError(file, object, field, lit, what string) error {
+	return &ManifestError{File: file, Object: object,
+		Err: fmt.Errorf("%s: number %s is not exactly representable (%s)", field, lit, what)}
+}
+
+// checkNumbers refuses any number in the YAML document doc that would not
+// survive decoding exactly. A list's items are reported as objects of
+// their own. Only objects (with apiVersion and kind) are checked: other
+// YAML that kustomize reads (generator data) is not decoded as numbers.
+func checkNumbers(file string, doc *yaml.Node) error {
+	root := docRoot(doc)
+	if root == nil || mapValue(root, "apiVersion") == nil || mapValue(root, "kind") == nil {
+		return nil
+	}
+	if items := mapValue(root, "items"); items != nil && items.Kind == yaml.SequenceNode && strings.HasSuffix(scalar(mapValue(root, "kind")), "List") {
+		for _, it := range items.Content {
+			if err := walkNumbers(file, objectRef(it), "", it); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walkNumbers(file, objectRef(root), "", root)
+}
+
+func walkNumbers(file, object, field string, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			f := k
+			if field != "" {
+				f = field + "." + k
+			}
+			if err := walkNumbers(file, object, f, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, ch := range n.Content {
+			if err := walkNumbers(file, object, fmt.Sprintf("%s[%d]", field, i), ch); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!int":
+			if exact, ok := exactInt(n.Value); ok && !exact {
+				return numberError(file, object, field, n.Value, "integer outside int64")
+			}
+		case "!!float":
+			if exact, ok := exactFloat(n.Value); ok && !exact {
+				what := "more digits than a float64 holds"
+				if !strings.ContainsAny(n.Value, ".eE") {
+					what = "integer outside int64" // yaml.v3 makes a float of it
+				}
+				return numberError(file, object, field, n.Value, what)
+			}
+		}
+	}
+	return nil
+}
+
+// checkJSONNumbers is checkNumbers for a JSON value decoded with UseNumber.
+func checkJSONNumbers(file, object, field string, v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		if items, ok := v["items"].([]any); ok && field == "" {
+			if k, _ := v["kind"].(string); strings.HasSuffix(k, "List") {
+				for _, it := range items {
+					m, _ := it.(map[string]any)
+					if err := checkJSONNumbers(file, jsonRef(m), "", it); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			f := k
+			if field != "" {
+				f = field + "." + k
+			}
+			if err := checkJSONNumbers(file, object, f, v[k]); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := checkJSONNumbers(file, object, fmt.Sprintf("%s[%d]", field, i), e); err != nil {
+				return err
+			}
+		}
+	case json.Number:
+		s := string(v)
+		if strings.ContainsAny(s, ".eE") {
+			if exact, ok := exactFloat(s); ok && !exact {
+				return numberError(file, object, field, s, "more digits than a float64 holds")
+			}
+		} else if exact, ok := exactInt(s); ok && !exact {
+			return numberError(file, object, field, s, "integer outside int64")
+		}
+	}
+	return nil
+}
+
+// docRoot is the top node of a document, or nil when it is empty.
+func docRoot(doc *yaml.Node) *yaml.Node {
+	if doc.Kind == yaml.DocumentNode {
+		if len(doc.Content) == 0 {
+			return nil
+		}
+		return doc.Content[0]
+	}
+	return doc
+}
+
+// mapValue is the value of key in the mapping n, or nil.
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+// objectRef is "Kind/name" of the object n, or as much of it as is known.
+func objectRef(n *yaml.Node) string {
+	return ref(scalar(mapValue(n, "kind")), scalar(mapValue(mapValue(n, "metadata"), "name")))
+}
+
+func jsonRef(m map[string]any) string {
+	kind, _ := m["kind"].(string)
+	md, _ := m["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	return ref(kind, name)
+}
+
+func ref(kind, name string) string {
+	switch {
+	case kind == "":
+		return name
+	case name == "":
+		return kind
+	}
+	return kind + "/" + name
+}
