@@ -13,6 +13,9 @@ ARG VERSION=dev
 WORKDIR /src
 ENV CGO_ENABLED=0 GOFLAGS=-mod=readonly
 COPY go.mod go.sum ./
+# The sealed kustomize fork is a local replacement: its go.mod is part of
+# the module graph.
+COPY third_party/kustomize-api/go.mod third_party/kustomize-api/go.mod
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \

@@ -199,9 +199,14 @@ func (l *requestLog) len() int {
 // discovery documents (/api, /apis, /apis/<group>/<version>).
 func isDiscovery(req string) bool {
 	method, path, _ := strings.Cut(req, " ")
+	// The OpenAPI v3 documents tell the diff which fields are quantities,
+	// int-or-strings and durations; like discovery, they are cluster-wide
+	// reads every authenticated user may make.
+	path, _, _ = strings.Cut(path, "?")
 	return method == http.MethodGet && (path == "/api" || path == "/apis" ||
 		strings.HasPrefix(path, "/api/") && strings.Count(path, "/") == 2 ||
-		strings.HasPrefix(path, "/apis/") && strings.Count(path, "/") <= 3)
+		strings.HasPrefix(path, "/apis/") && strings.Count(path, "/") <= 3 ||
+		path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"))
 }
 
 var (

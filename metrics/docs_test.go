@@ -50,7 +50,7 @@ func TestDocsMatchCode(t *testing.T) {
 			t.Errorf("%s is in docs/metrics.md but not registered", n)
 		}
 	}
-	if len(registered) != 12 {
-		t.Errorf("registered %d recond metrics, want 12: %v", len(registered), registered)
+	if len(registered) != 15 {
+		t.Errorf("registered %d recond metrics, want 15: %v", len(registered), registered)
 	}
 }

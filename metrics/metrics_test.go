@@ -288,3 +288,36 @@ func TestLint(t *testing.T) {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }
+
+// Terminating and server-equivalent objects are gauges of the last tick that
+// got that far; recond_leader follows the election.
+func TestTerminatingEquivalentAndLeader(t *testing.T) {
+	m, reg, _ := newTest(t)
+	ctx := context.Background()
+	all := []reconcile.Phase{reconcile.PhaseRead, reconcile.PhaseObserve, reconcile.PhaseDiff, reconcile.PhaseApply}
+	m.SetLeader(true)
+	script(m, ctx, &reconcile.Result{Revision: "a", Outcome: reconcile.OutcomeConverged, Phases: okPhases(time.Millisecond, all...),
+		Counts: reconcile.Counts{Terminating: 2, Equivalent: 3}})
+	// A failed read leaves both as they were.
+	script(m, ctx, &reconcile.Result{Outcome: reconcile.OutcomeFailed, Phases: []reconcile.PhaseResult{{Phase: reconcile.PhaseRead,
+		Err: &reconcile.PhaseError{Phase: reconcile.PhaseRead, Reason: reconcile.ReasonInvalid, Err: errors.New("bad")}}}})
+	want := `
+# HELP recond_terminating_resources Owned objects being deleted (deletionTimestamp set) at the last successful diff; not deleted again.
+# TYPE recond_terminating_resources gauge
+recond_terminating_resources 2
+# HELP recond_server_equivalent_resources Objects the local diff saw differ at the last tick although the server showed that applying them changes nothing.
+# TYPE recond_server_equivalent_resources gauge
+recond_server_equivalent_resources 3
+# HELP recond_leader 1 while this process holds the instance's Lease and ticks, 0 while it waits as standby.
+# TYPE recond_leader gauge
+recond_leader 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"recond_terminating_resources", "recond_server_equivalent_resources", "recond_leader"); err != nil {
+		t.Error(err)
+	}
+	m.SetLeader(false)
+	if got := testutil.ToFloat64(m.leader); got != 0 {
+		t.Errorf("recond_leader %v as standby, want 0", got)
+	}
+}

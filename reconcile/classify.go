@@ -31,6 +31,7 @@ func Classify(err error) Reason {
 		inv    *invalidError
 		own    *OwnershipError
 		man    *source.ManifestError
+		sig    *source.SignatureError
 		status apierrors.APIStatus
 		netErr net.Error
 		urlErr *url.Error
@@ -44,6 +45,10 @@ func Classify(err error) Reason {
 		return ""
 	case errors.As(err, &inv), errors.As(err, &man):
 		return ReasonInvalid
+	case errors.As(err, &sig):
+		// A revision not signed by a trusted key is refused, like a request
+		// the API server forbids.
+		return ReasonForbidden
 	case errors.As(err, &own):
 		return ReasonConflict
 	case errors.Is(err, errTickTimeout), errors.Is(err, context.DeadlineExceeded),

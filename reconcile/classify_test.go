@@ -33,6 +33,10 @@ func TestClassify(t *testing.T) {
 		{"invalid input", Invalidf("x.yaml: ConfigMap/a: bad"), ReasonInvalid},
 		{"manifest", fmt.Errorf("render: %w", &source.ManifestError{File: "a.yaml", Err: errors.New("yaml")}), ReasonInvalid},
 		{"forbidden", fmt.Errorf("list: %w", apierrors.NewForbidden(gr, "", errors.New("rbac"))), ReasonForbidden},
+		{"unsigned commit", fmt.Errorf("fetch file:///r: %w", &source.SignatureError{Commit: "1a2b3c4d5e6f", Err: source.ErrUnsigned}), ReasonForbidden},
+		// The cause matters less than the refusal: an unreadable signature
+		// whose parse error looks like a missing object is still forbidden.
+		{"untrusted key", fmt.Errorf("fetch: %w", &source.SignatureError{Commit: "1a2b3c4d5e6f", KeyID: "0123456789ABCDEF", Err: fmt.Errorf("%w", plumbing.ErrObjectNotFound)}), ReasonForbidden},
 		{"unauthorized", apierrors.NewUnauthorized("token expired"), ReasonAuth},
 		{"not found", apierrors.NewNotFound(gr, "web"), ReasonNotFound},
 		{"conflict", apierrors.NewConflict(gr, "web", errors.New("rv")), ReasonConflict},

@@ -65,8 +65,10 @@ func TestHostileRenderFailsReadAndChangesNothing(t *testing.T) {
 			[]string{"bomb.yaml", "alias expansion", "--render-max-alias-expansion"}},
 		{"alias bomb", map[string]string{"bomb.yaml": aliasBombYAML()}, nil,
 			[]string{"bomb.yaml", "alias expansion", "--render-max-alias-expansion"}},
-		{"oversize number", map[string]string{"deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 99999999999999999999999999999\n"}, nil,
-			[]string{"deploy.yaml", "Deployment/web", "spec.replicas"}},
+		// The app's own Deployment, scaled to a number the server would
+		// store as 0.
+		{"oversize number", map[string]string{"deployment.yaml": strings.Replace(deploymentYAML, "replicas: 2", "replicas: 99999999999999999999999999999", 1)}, nil,
+			[]string{"deployment.yaml", "Deployment/web", "spec.replicas"}},
 		{"symlink outside the repository", nil, map[string]string{"link.yaml": "../../../etc/hostname"},
 			[]string{"link.yaml", "outside the repository"}},
 	}
@@ -77,6 +79,7 @@ func TestHostileRenderFailsReadAndChangesNothing(t *testing.T) {
 			h.mustTick(reconcile.OutcomeApplied)
 			cmBefore := h.get(gvrConfigMap, "web-config").GetResourceVersion()
 			svcBefore := h.get(gvrService, "web").GetResourceVersion()
+			deployBefore := h.get(gvrDeployment, "web").GetResourceVersion()
 
 			stageLinks(t, h.repo.Dir, tc.links)
 			h.repo.Commit("bad", tc.files)
@@ -88,6 +91,9 @@ func TestHostileRenderFailsReadAndChangesNothing(t *testing.T) {
 			if svc := h.get(gvrService, "web"); svc == nil || svc.GetResourceVersion() != svcBefore {
 				t.Errorf("service changed or pruned by a failed read: %v", svc)
 			}
+			if got := h.get(gvrDeployment, "web").GetResourceVersion(); got != deployBefore {
+				t.Errorf("deployment resourceVersion %s -> %s: a failed read wrote", deployBefore, got)
+			}
 			if h.get(gvrConfigMap, "bomb") != nil {
 				t.Error("an object of the bad commit was applied")
 			}
@@ -95,7 +101,7 @@ func TestHostileRenderFailsReadAndChangesNothing(t *testing.T) {
 			// The next good commit recovers.
 			fix := map[string]string{}
 			for k := range tc.files {
-				fix[k] = ""
+				fix[k] = app()[k] // the good content, or "" (removed)
 			}
 			for k := range tc.links {
 				fix[k] = ""

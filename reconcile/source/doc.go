@@ -22,12 +22,46 @@
 // without a restart, and never appear in errors or in [Source.DisplayURL].
 //
 // Rendering reads files straight from the commit's tree (no checkout). When
-// the configured directory holds a kustomization, kustomize runs in-process
-// on an in-memory copy of the commit (plugins disabled, loads restricted to
-// the kustomization root, remote bases refused before kustomize could clone
-// or download them). Otherwise every .yaml, .yml and .json file below the
-// directory is decoded, in lexical path order: multi-document YAML and JSON,
-// empty documents skipped, lists ("kind: List") expanded into their items.
-// Hidden paths (such as .github/) and symbolic links are skipped. Problems
-// with the manifests themselves are reported as *[ManifestError].
+// the configured directory holds a kustomization, kustomize runs in-process;
+// otherwise every .yaml, .yml and .json file below the directory is
+// decoded, in lexical path order: multi-document YAML and JSON, empty
+// documents skipped, lists ("kind: List") expanded into their items. Hidden
+// paths (such as .github/) are skipped.
+//
+// Rendering is sealed: it never opens a network connection and never starts
+// a process, whatever the repository holds. Kustomize is a fork
+// (third_party/kustomize-api) with its HTTP loader, git cloner, helm and
+// exec/Go/function plugins replaced by errors; it reads through a
+// read-only file system backed lazily by the commit's tree and mounted at
+// /repo, so a path that climbs above the repository is outside the mount
+// and fails instead of being clamped to the root. Before kustomize runs,
+// every kustomization reachable from the path is checked (with kustomize's
+// own types, deprecated fields included) so that an entry that is not a
+// relative path inside the repository, or a helm chart, is refused with a
+// message naming the kustomization file and the entry.
+//
+// Symbolic links are followed inside the tree (at most 40 hops): a link to
+// a file is read under the link's name; a link that leads outside the
+// repository, dangles or (in the plain reader) leads to a directory fails
+// the render, naming it, as does any file that cannot be read.
+//
+// Rendering is bounded by [Limits] (zero fields take [DefaultLimits]): bytes
+// read from the tree and bytes rendered (MaxBytes), objects (MaxObjects),
+// one file's size, checked from the tree before reading (MaxFileBytes), the
+// nesting depth of one object (MaxDepth), and YAML alias expansion of every
+// YAML file read (MaxAliasExpansion times the document's own nodes plus a
+// small allowance; counted on unexpanded yaml.v3 nodes). Exceeding one
+// fails with a *[LimitError] naming the limit and its flag. A number that a
+// decoded object cannot hold exactly (an integer outside int64, a float
+// with more digits than float64 keeps) fails, naming the file, the object
+// and the field. Render returns as soon as its context is done; the file
+// system stops kustomize at its next read.
+//
+// Problems with the manifests themselves, limits included, are reported as
+// *[ManifestError].
+//
+// With Config.VerifyCommits, Fetch refuses a revision whose commit (or, when
+// the ref names an annotated tag, whose tag) is not signed by a key of
+// Config.TrustedKeysFile, cached or not, with a *[SignatureError] naming the
+// commit and the signer's key id: such a revision is never rendered.
 package source
