@@ -73,9 +73,10 @@ test: control-plane tools prometheus $(TEST_DEPS) vet
 test-short:
 	$(GO) test -short -count=1 ./...
 
-## bench: benchmarks (figures go to docs/performance.md)
+## bench: recond against Flux's engine on one API server, N=90..3000 (about 15 minutes;
+## tables into docs/performance.md, plot into docs/img/bench-converged.png; RECOND_BENCH_N=90,300 for fewer)
 bench: control-plane
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^TestCompare$$' -v ./bench/
 
 ## demo: recond holding a namespace of a local control plane against a local repository
 demo: build control-plane

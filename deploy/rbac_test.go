@@ -182,8 +182,10 @@ func TestLeastPrivilege(t *testing.T) {
 	forbidden("create a ServiceAccount in its namespace", err)
 	_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config"}}, metav1.UpdateOptions{})
 	forbidden("update (PUT) a ConfigMap: recond only patches", err)
-	_, err = cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
-	forbidden("watch ConfigMaps: recond never watches", err)
+	_, err = cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	forbidden("watch Pods", err)
+	_, err = cs.CoreV1().ConfigMaps(other).Watch(ctx, metav1.ListOptions{})
+	forbidden("watch ConfigMaps in another namespace", err)
 }
 
 const pdbYAML = `apiVersion: policy/v1

@@ -57,6 +57,23 @@ type Metrics struct {
 	// leader is 1 while this process holds the instance's Lease (or runs
 	// without leader election), 0 while it waits as standby.
 	leader prometheus.Gauge
+	// triggers counts ticks by what asked for them (interval, watch,
+	// manual).
+	triggers *prometheus.CounterVec
+	// healLatency is the time from the watch event that showed another
+	// manager's change to the end of the write that restored it.
+	healLatency prometheus.Histogram
+	// conflicts counts fights: an object restored less than 10 s after its
+	// previous restore, whose self-heal then backs off.
+	conflicts prometheus.Counter
+	// observeCalls counts API requests a watch cache made on behalf of the
+	// observe phase (store misses); with --observe=list every LIST is one,
+	// visible in the spans instead.
+	observeCalls prometheus.Counter
+	// observeSyncWait is the time observe waited for watch caches to sync.
+	observeSyncWait prometheus.Counter
+	// cacheAge is the age of the stalest watch cache at the last tick.
+	cacheAge prometheus.Gauge
 	// operations counts writes to the API by action (create, update,
 	// delete) and result (success, error).
 	operations *prometheus.CounterVec
@@ -128,6 +145,27 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "leader",
 			Help: "1 while this process holds the instance's Lease and ticks, 0 while it waits as standby.",
 		}),
+		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "tick_triggers_total", Help: "Ticks by what asked for them.",
+		}, []string{"source"}),
+		healLatency: prometheus.NewHistogram(histogram("heal_latency_seconds",
+			"Time from the watch event that showed another manager's change to the end of the write that restored it.")),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "self_heal_conflicts_total",
+			Help: "Fights with another manager: an object restored again within 10 s, whose self-heal then backs off.",
+		}),
+		observeCalls: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "observe_api_calls_total",
+			Help: "API requests the watch cache made for the observe phase (store misses); 0 with --observe=list.",
+		}),
+		observeSyncWait: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "observe_sync_wait_seconds_total",
+			Help: "Time the observe phase waited for watch caches to sync.",
+		}),
+		cacheAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "observe_cache_age_seconds",
+			Help: "Age of the stalest watch cache at the last tick: time since it last saw an event or a bookmark.",
+		}),
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "resource_operations_total", Help: "Writes to the API server, by action and result.",
 		}, []string{"action", "result"}),
@@ -140,7 +178,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		now: time.Now,
 	}
 	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.lastTick, m.lastSuccess,
-		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.operations, m.sourceInfo, m.buildInfo)
+		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge, m.operations, m.sourceInfo, m.buildInfo)
 
 	for _, o := range reconcile.Outcomes {
 		m.ticks.WithLabelValues(string(o))
@@ -150,6 +188,9 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		for _, r := range reconcile.Reasons {
 			m.phaseFailures.WithLabelValues(string(p), string(r))
 		}
+	}
+	for _, t := range reconcile.Triggers {
+		m.triggers.WithLabelValues(string(t))
 	}
 	for _, a := range []diff.Action{diff.Create, diff.Update, diff.Delete} {
 		for _, r := range []string{"success", "error"} {
@@ -188,6 +229,20 @@ func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 		m.tickDuration.(prometheus.ExemplarObserver).ObserveWithExemplar(r.Duration.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
 	} else {
 		m.tickDuration.Observe(r.Duration.Seconds())
+	}
+	if c := r.Observe; c != nil {
+		m.observeCalls.Add(float64(c.Calls))
+		m.observeSyncWait.Add(c.SyncWait.Seconds())
+		m.cacheAge.Set(c.CacheAge.Seconds())
+	}
+	if r.Trigger != "" {
+		m.triggers.WithLabelValues(string(r.Trigger)).Inc()
+	}
+	for _, h := range r.Heals {
+		m.healLatency.Observe(h.Latency.Seconds())
+		if h.Fight {
+			m.conflicts.Inc()
+		}
 	}
 	for _, op := range r.Ops {
 		result := "success"

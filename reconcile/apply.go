@@ -2,11 +2,16 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"recond.dev/recond/reconcile/diff"
 )
@@ -45,10 +50,94 @@ func byDependency(a, b diff.Change) int {
 	return 0
 }
 
+// waves splits changes sorted by dependency into runs of the same rank:
+// the objects of a wave do not depend on each other and are written
+// concurrently; a wave starts when the one before it has been written.
+func waves(cs []diff.Change) [][]diff.Change {
+	var out [][]diff.Change
+	for i := 0; i < len(cs); {
+		j := i + 1
+		for j < len(cs) && rank(cs[j].Kind) == rank(cs[i].Kind) {
+			j++
+		}
+		out = append(out, cs[i:j:j])
+		i = j
+	}
+	return out
+}
+
+// outcome is what one call made for a change returned.
+type outcome struct {
+	out  *unstructured.Unstructured
+	err  error
+	took time.Duration
+	ran  bool // false: never called (an earlier call failed, or a stop)
+}
+
+// inWave calls fn for every change, at most Config.ApplyConcurrency at once
+// (1 when unset), in order. It starts no further call after one has failed
+// or once the tick is stopped, and returns when the calls in flight have
+// finished: a write is never abandoned half way by recond itself, only cut
+// by the tick's deadline. results[i] is changes[i]'s. The error is the first
+// failure in the changes' order, else the stop. The callers merge the
+// results into the State in that order, so Ops and counts come out the same
+// whatever the concurrency.
+func (r *Reconciler) inWave(ctx context.Context, st *State, changes []diff.Change, fn func(context.Context, diff.Change) outcome) ([]outcome, error) {
+	n := max(r.cfg.ApplyConcurrency, 1)
+	results := make([]outcome, len(changes))
+	slots := make(chan struct{}, n)
+	var (
+		wg      sync.WaitGroup
+		failed  atomic.Bool
+		stopErr error
+	)
+	for i, c := range changes {
+		slots <- struct{}{} // wait for a call to end
+		if failed.Load() {
+			break
+		}
+		if err := st.stopped(); err != nil {
+			stopErr = err
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			start := time.Now()
+			o := call(ctx, c, fn)
+			o.took, o.ran = time.Since(start), true
+			if o.err != nil {
+				failed.Store(true)
+			}
+			results[i] = o
+		}()
+	}
+	wg.Wait()
+	for _, o := range results {
+		if o.ran && o.err != nil {
+			return results, o.err
+		}
+	}
+	return results, stopErr
+}
+
+// call runs fn, turning a panic into an error: the phase's own recovery
+// does not reach another goroutine.
+func call(ctx context.Context, c diff.Change, fn func(context.Context, diff.Change) outcome) (o outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			o = outcome{err: fmt.Errorf("%s/%s: panic: %v\n%s", c.Kind, c.Name, v, debug.Stack())}
+		}
+	}()
+	return fn(ctx, c)
+}
+
 // apply writes what the diff found. Every object it will write is first
 // validated with a server-side dry run, so an object the server rejects fails
-// the phase before anything is written. Prunes run only after every write
-// succeeded.
+// the phase before anything is written. Writes go wave by wave in dependency
+// order, the objects of one wave concurrently (Config.ApplyConcurrency);
+// prunes run only after every write succeeded, waves in reverse order.
 func (r *Reconciler) apply(ctx context.Context, st *State) error {
 	var writes, deletes []diff.Change
 	for _, c := range st.Changes {
@@ -102,48 +191,64 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			return err
 		}
 	}
-	for _, c := range writes {
-		if err := st.stopped(); err != nil {
-			return err
+	for _, wave := range waves(writes) {
+		results, err := r.inWave(ctx, st, wave, func(ctx context.Context, c diff.Change) outcome {
+			octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(c.Action)))
+			out, err := r.kube.Apply(octx, c.Desired, false)
+			endSpan(span, err)
+			return outcome{out: out, err: err}
+		})
+		for i, o := range results {
+			if !o.ran {
+				continue
+			}
+			c := wave[i]
+			st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took})
+			if o.err != nil {
+				continue
+			}
+			st.wrote = true
+			// What the server made of the desired object is, by definition,
+			// what applying it gives.
+			r.equivalent.remember(c.Desired, o.out, verdictWritten)
+			owned[objectKey(c.Desired)] = true
+			if c.Action == diff.Create {
+				st.Counts.Created++
+			} else {
+				st.Counts.Updated++
+			}
 		}
-		start := time.Now()
-		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(c.Action)))
-		out, err := r.kube.Apply(octx, c.Desired, false)
-		endSpan(span, err)
-		st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: err, Duration: time.Since(start)})
 		if err != nil {
 			return err
-		}
-		st.wrote = true
-		// What the server made of the desired object is, by definition,
-		// what applying it gives.
-		r.equivalent.remember(c.Desired, out)
-		owned[objectKey(c.Desired)] = true
-		if c.Action == diff.Create {
-			st.Counts.Created++
-		} else {
-			st.Counts.Updated++
 		}
 	}
-	for _, c := range deletes {
-		if err := st.stopped(); err != nil {
-			return err
+	for _, wave := range waves(deletes) {
+		results, err := r.inWave(ctx, st, wave, func(ctx context.Context, c diff.Change) outcome {
+			octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(diff.Delete)))
+			err := r.kube.Delete(octx, c.Live.GroupVersionKind(), c.Name, c.Live.GetUID(), false)
+			endSpan(span, err)
+			return outcome{err: err}
+		})
+		for i, o := range results {
+			if !o.ran {
+				continue
+			}
+			c := wave[i]
+			st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: o.err, Duration: o.took})
+			if o.err != nil {
+				continue
+			}
+			st.wrote = true
+			r.equivalent.forget(c.Live)
+			// The kind stays in the inventory for one more tick: an object a
+			// finalizer holds is still there, terminating, and must be seen.
+			st.pruned = append(st.pruned, c.Live.GroupVersionKind())
+			delete(owned, objectKey(c.Live))
+			st.Counts.Pruned++
 		}
-		start := time.Now()
-		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(diff.Delete)))
-		err := r.kube.Delete(octx, c.Live.GroupVersionKind(), c.Name, c.Live.GetUID(), false)
-		endSpan(span, err)
-		st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: err, Duration: time.Since(start)})
 		if err != nil {
 			return err
 		}
-		st.wrote = true
-		r.equivalent.forget(c.Live)
-		// The kind stays in the inventory for one more tick: an object a
-		// finalizer holds is still there, terminating, and must be seen.
-		st.pruned = append(st.pruned, c.Live.GroupVersionKind())
-		delete(owned, objectKey(c.Live))
-		st.Counts.Pruned++
 	}
 	return r.saveInventory(ctx, nextInventory(st, owned))
 }
@@ -155,17 +260,23 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 // normalisation gap), remembered as equivalent and not written.
 func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Change) ([]diff.Change, error) {
 	opts := r.diffOptions()
-	kept := writes[:0:0]
-	for _, c := range writes {
-		if err := st.stopped(); err != nil {
-			return nil, err
-		}
+	// The dry runs are independent of each other: all of them, every wave,
+	// run in one bounded pool before the first write.
+	results, err := r.inWave(ctx, st, writes, func(ctx context.Context, c diff.Change) outcome {
 		out, err := r.kube.Apply(ctx, c.Desired, true)
-		if err != nil {
-			return nil, fmt.Errorf("validate before writing (nothing written): %w", err)
-		}
+		return outcome{out: out, err: err}
+	})
+	if errors.Is(err, errStopped) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("validate before writing (nothing written): %w", err)
+	}
+	kept := writes[:0:0]
+	for i, c := range writes {
+		out := results[i].out
 		if c.Action == diff.Update && len(diff.Equivalent(out, c.Live, opts)) == 0 {
-			r.equivalent.remember(c.Desired, c.Live)
+			r.equivalent.remember(c.Desired, c.Live, verdictServer)
 			st.dropChange(c)
 			st.Equivalent = append(st.Equivalent, c.Kind+"/"+c.Name)
 			st.Counts.Equivalent++

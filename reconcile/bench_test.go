@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,23 +20,21 @@ import (
 
 // BenchmarkTick measures whole ticks against the real API server: the first
 // sync of a fresh namespace, and a converged tick (nothing to write), for the
-// demo app (3 objects) and for 100 ConfigMaps.
+// demo app (3 objects) and for 100 and 900 ConfigMaps (applied 8 at a time).
 //
-//	make bench   (or: go test -run '^$' -bench Tick ./reconcile/)
+//	make bench   (or: go test -run '^$' -bench Tick -benchmem ./reconcile/)
 func BenchmarkTick(b *testing.B) {
 	cp.Require(b)
-	many := map[string]string{}
-	for i := range 100 {
-		many[fmt.Sprintf("cm-%03d.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%03d\ndata:\n  k: v%d\n", i, i)
-	}
 	for _, set := range []struct {
-		name  string
-		files map[string]string
-	}{{"app", app()}, {"100-configmaps", many}} {
+		name        string
+		files       map[string]string
+		concurrency int
+	}{{"app", app(), 0}, {"100-configmaps", configMapFiles(100), 8}, {"900-configmaps", configMapFiles(900), 8}} {
 		b.Run(set.name+"/first-sync", func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				h := newHarness(b)
+				h.cfg.ApplyConcurrency = set.concurrency
 				h.repo.Commit("set", set.files)
 				h.reconciler()
 				b.StartTimer()
@@ -48,6 +45,7 @@ func BenchmarkTick(b *testing.B) {
 		})
 		b.Run(set.name+"/converged", func(b *testing.B) {
 			h := newHarness(b)
+			h.cfg.ApplyConcurrency = set.concurrency
 			h.repo.Commit("set", set.files)
 			h.mustTick(reconcile.OutcomeApplied)
 			for b.Loop() {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,7 +38,9 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	}
 	r.prepareTypes(ctx, st)
 	opts := r.diffOptions()
-	all := diff.Objects(st.Desired, st.Live, opts)
+	r.equivalent.at(st.Revision)
+	desired, live := r.unsettled(st)
+	all := diff.Objects(desired, live, opts)
 	var foreign []string
 	for _, c := range all {
 		if c.Live == nil {
@@ -57,7 +60,10 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 			st.Terminating = append(st.Terminating, c.Kind+"/"+c.Name)
 			continue
 		}
-		if c.Action == diff.Update && r.equivalent.holds(c.Desired, c.Live) {
+		if c.Action == diff.Update && r.writtenAs(c) {
+			// The live object is what applying this desired one gave, yet
+			// the local comparison differs: a normalisation gap.
+			r.equivalent.remember(c.Desired, c.Live, verdictServer)
 			st.Equivalent = append(st.Equivalent, c.Kind+"/"+c.Name)
 			continue
 		}
@@ -67,11 +73,19 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 				return err
 			}
 			if same {
-				r.equivalent.remember(c.Desired, c.Live)
+				r.equivalent.remember(c.Desired, c.Live, verdictSame)
 				continue
 			}
 		}
-		if c.Action == diff.Unchanged || (c.Action == diff.Delete && !r.cfg.Prune) {
+		if c.Action == diff.Unchanged {
+			r.equivalent.remember(c.Desired, c.Live, verdictSame)
+			continue
+		}
+		if c.Action == diff.Delete && !r.cfg.Prune {
+			continue
+		}
+		if c.Action == diff.Update && r.selfHealHeldBack(c) {
+			st.BackingOff = append(st.BackingOff, c.Kind+"/"+c.Name)
 			continue
 		}
 		changes = append(changes, c)
@@ -81,6 +95,63 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	st.Counts.Terminating = len(st.Terminating)
 	st.Counts.Equivalent = len(st.Equivalent)
 	return nil
+}
+
+// unsettled returns the desired and live objects still to compare: a pair
+// whose verdict is remembered (the same desired object against the same
+// live resourceVersion was found unchanged, or shown by the server to be
+// equivalent) is settled without comparing it again, so that a converged
+// tick costs O(changes). Server-equivalent ones are reported as such.
+func (r *Reconciler) unsettled(st *State) (desired, live []*unstructured.Unstructured) {
+	byKey := make(map[string]*unstructured.Unstructured, len(st.Live))
+	for _, l := range st.Live {
+		byKey[objectKey(l)] = l
+	}
+	settled := map[string]bool{}
+	desired = make([]*unstructured.Unstructured, 0, len(st.Desired))
+	for _, d := range st.Desired {
+		k := objectKey(d)
+		l := byKey[k]
+		if l != nil && l.GetDeletionTimestamp() == nil && foreignOwner(l, r.cfg.Name) == "" {
+			// An object just written is compared once more: only that tells
+			// a normalisation gap (counted) from agreement.
+			if v, ok := r.equivalent.holds(d, l); ok && v != verdictWritten {
+				settled[k] = true
+				if v == verdictServer {
+					st.Equivalent = append(st.Equivalent, d.GetKind()+"/"+d.GetName())
+				}
+				continue
+			}
+		}
+		desired = append(desired, d)
+	}
+	if len(settled) == 0 {
+		return desired, st.Live
+	}
+	live = make([]*unstructured.Unstructured, 0, len(st.Live)-len(settled))
+	for _, l := range st.Live {
+		if !settled[objectKey(l)] {
+			live = append(live, l)
+		}
+	}
+	return desired, live
+}
+
+// writtenAs reports whether c's live object is what recond's last apply of
+// c's desired object returned.
+func (r *Reconciler) writtenAs(c diff.Change) bool {
+	v, ok := r.equivalent.holds(c.Desired, c.Live)
+	return ok && v == verdictWritten
+}
+
+// selfHealHeldBack reports whether c only undoes another manager's change
+// (Git did not change the object since recond last applied it) of an object
+// in a fight, whose self-heal is backing off.
+func (r *Reconciler) selfHealHeldBack(c diff.Change) bool {
+	if _, ok := r.heal.backingOff(c.Kind + "/" + c.Name); !ok {
+		return false
+	}
+	return r.equivalent.applied(c.Desired)
 }
 
 // diffOptions returns the diff's options with the reconciler's field types
@@ -147,26 +218,96 @@ func (r *Reconciler) confirmUnchanged(ctx context.Context, c diff.Change, opts d
 // not know), the object is reported converged instead of being rewritten at
 // every tick, until either side changes. Kept in memory: after a restart the
 // apply phase's dry run finds the same again without writing.
-type equivalence map[string]equivalent
+type equivalence struct {
+	mu sync.Mutex
+	m  map[string]equivalent
+	// hashes caches desiredHash per desired object of the revision rev
+	// (the render is reused while the revision does not move).
+	rev    string
+	hashes map[*unstructured.Unstructured]string
+}
 
-type equivalent struct{ hash, resourceVersion string }
+type equivalent struct {
+	hash, resourceVersion string
+	verdict               verdict
+}
 
-// remember records that desired is equivalent to live.
-func (e equivalence) remember(desired, live *unstructured.Unstructured) {
+// verdict is how a desired object was found equivalent to a live one.
+type verdict uint8
+
+const (
+	// verdictWritten: the live object is the result of applying the
+	// desired one (not compared yet).
+	verdictWritten verdict = iota
+	// verdictSame: the local comparison found no difference.
+	verdictSame
+	// verdictServer: the local comparison saw a difference that the server
+	// showed to change nothing (a dry run): a normalisation gap.
+	verdictServer
+)
+
+func newEquivalence() *equivalence {
+	return &equivalence{m: map[string]equivalent{}, hashes: map[*unstructured.Unstructured]string{}}
+}
+
+// at starts a tick at revision rev: hashes of another revision's objects
+// are dropped.
+func (e *equivalence) at(rev string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rev != e.rev {
+		e.rev, e.hashes = rev, map[*unstructured.Unstructured]string{}
+	}
+}
+
+// hash returns desiredHash(u), once per object. e.mu must be held.
+func (e *equivalence) hash(u *unstructured.Unstructured) string {
+	if h, ok := e.hashes[u]; ok {
+		return h
+	}
+	h := desiredHash(u)
+	e.hashes[u] = h
+	return h
+}
+
+// remember records that desired is equivalent to live, and how that is
+// known. Safe for concurrent use (apply writes in parallel).
+func (e *equivalence) remember(desired, live *unstructured.Unstructured, how verdict) {
 	if live == nil || live.GetResourceVersion() == "" {
 		return
 	}
-	e[objectKey(desired)] = equivalent{hash: desiredHash(desired), resourceVersion: live.GetResourceVersion()}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.m[objectKey(desired)] = equivalent{hash: e.hash(desired), resourceVersion: live.GetResourceVersion(), verdict: how}
 }
 
-// holds reports whether desired was shown equivalent to live as it is now.
-func (e equivalence) holds(desired, live *unstructured.Unstructured) bool {
-	got, ok := e[objectKey(desired)]
-	return ok && got.resourceVersion == live.GetResourceVersion() && got.hash == desiredHash(desired)
+// holds reports whether desired is known equivalent to live as it is now,
+// and how.
+func (e *equivalence) holds(desired, live *unstructured.Unstructured) (verdict, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	got, found := e.m[objectKey(desired)]
+	if !found || got.resourceVersion != live.GetResourceVersion() || got.hash != e.hash(desired) {
+		return 0, false
+	}
+	return got.verdict, true
+}
+
+// applied reports whether desired, as it is, is what recond last applied
+// (or found equivalent) for its object: Git has not changed it since.
+func (e *equivalence) applied(desired *unstructured.Unstructured) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	got, ok := e.m[objectKey(desired)]
+	return ok && got.hash == e.hash(desired)
 }
 
 // forget drops what was remembered of an object.
-func (e equivalence) forget(u *unstructured.Unstructured) { delete(e, objectKey(u)) }
+func (e *equivalence) forget(u *unstructured.Unstructured) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, objectKey(u))
+}
 
 // desiredHash hashes a desired object without its revision annotation, which
 // moves with every commit without changing the object.

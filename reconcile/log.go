@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // LogObserver writes one line per phase failure, one per change found and
@@ -38,8 +39,14 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 			o.Log.ErrorContext(ctx, "write failed", "object", op.Kind+"/"+op.Name, "action", string(op.Action), "error", op.Err.Error())
 		}
 	}
+	for _, h := range r.Heals {
+		if h.Fight {
+			o.Log.WarnContext(ctx, "another manager keeps changing an object recond owns; self-heal backs off",
+				"object", h.Kind+"/"+h.Name, "backoff", h.Backoff.String())
+		}
+	}
 	attrs := []any{
-		"revision", rev, "outcome", string(r.Outcome), "duration", r.Duration.Round(100_000).String(),
+		"revision", rev, "trigger", string(r.Trigger), "outcome", string(r.Outcome), "duration", r.Duration.Round(100_000).String(),
 	}
 	for _, p := range Phases {
 		if d := r.PhaseDuration(p); d > 0 {
@@ -51,6 +58,16 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 		"updated", r.Counts.Updated, "pruned", r.Counts.Pruned)
 	if r.Counts.Terminating > 0 {
 		attrs = append(attrs, "terminating", r.Counts.Terminating, "terminating_objects", joinList(r.Terminating))
+	}
+	if len(r.Heals) > 0 {
+		var worst time.Duration
+		for _, h := range r.Heals {
+			worst = max(worst, h.Latency)
+		}
+		attrs = append(attrs, "healed", len(r.Heals), "heal_latency", worst.Round(100_000).String())
+	}
+	if len(r.BackingOff) > 0 {
+		attrs = append(attrs, "backing_off", joinList(r.BackingOff))
 	}
 	if r.Counts.Equivalent > 0 {
 		attrs = append(attrs, "server_equivalent", r.Counts.Equivalent)

@@ -13,8 +13,10 @@ import (
 )
 
 // observe lists, once per kind, the objects this instance owns: every kind
-// Git names and every kind the inventory says it has applied. A desired
-// object not found that way gets one GET (it may exist, unowned).
+// Git names and every kind the inventory says it has applied. A kind with
+// desired objects not found that way is listed once more, unfiltered, to
+// find those that exist unowned (no GET per object: a first sync of
+// thousands of objects costs one more LIST per kind).
 func (r *Reconciler) observe(ctx context.Context, st *State) error {
 	inv, err := r.loadInventory(ctx)
 	if err != nil {
@@ -41,7 +43,7 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 	var live []*unstructured.Unstructured
 	for _, k := range kinds {
 		lctx, span := startSpan(ctx, "recond.list", kindAttr(k.Kind), attribute.String("k8s.label_selector", selector))
-		items, err := r.kube.List(lctx, k, selector)
+		items, err := r.live.List(lctx, k, selector)
 		span.SetAttributes(attribute.Int("recond.objects.count", len(items)))
 		endSpan(span, err)
 		var noKind *meta.NoKindMatchError
@@ -62,6 +64,26 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 			found[objectKey(&items[i])] = true
 		}
 	}
+	// A desired object the owner-labelled LIST did not return may exist
+	// unowned (made by hand, or by a recond that lost its labels): one
+	// unfiltered LIST of its kind tells, whatever the number of such
+	// objects (a first sync misses them all).
+	missing := map[schema.GroupKind]int{}
+	for _, d := range st.Desired {
+		if !found[objectKey(d)] {
+			missing[d.GroupVersionKind().GroupKind()]++
+		}
+	}
+	for _, k := range kinds {
+		if missing[k.GroupKind()] == 0 {
+			continue
+		}
+		unowned, err := r.listUnowned(ctx, k, st.Desired, found)
+		if err != nil {
+			return err
+		}
+		live = append(live, unowned...)
+	}
 	// A kind Git names in two versions (autoscaling/v1 and v2
 	// HorizontalPodAutoscalers) is listed in the first; an object desired in
 	// another version is read again in its own, so that the diff compares
@@ -77,7 +99,7 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 		}
 		gctx, span := startSpan(ctx, "recond.get", kindAttr(d.GetKind()), attribute.String("k8s.name", d.GetName()),
 			attribute.String("k8s.api_version", d.GetAPIVersion()))
-		u, err := r.kube.Get(gctx, d.GroupVersionKind(), d.GetName())
+		u, err := r.live.Get(gctx, d.GroupVersionKind(), d.GetName())
 		endSpan(span, err)
 		if err != nil {
 			return err
@@ -86,23 +108,41 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 			live[i] = u
 		}
 	}
-	for _, d := range st.Desired {
-		if found[objectKey(d)] {
-			continue
-		}
-		gctx, span := startSpan(ctx, "recond.get", kindAttr(d.GetKind()), attribute.String("k8s.name", d.GetName()))
-		u, err := r.kube.Get(gctx, d.GroupVersionKind(), d.GetName())
-		span.SetAttributes(attribute.Bool("recond.found", u != nil))
-		endSpan(span, err)
-		if err != nil {
-			return err
-		}
-		if u != nil {
-			live = append(live, u)
-		}
-	}
 	st.Live = live
 	return nil
+}
+
+// listUnowned lists every object of kind k in the namespace and returns
+// those that a desired object names and the owner-labelled LIST did not
+// return (found). Nothing else is kept: an object Git does not name is not
+// recond's, and must not look like something to prune. The LIST goes to the
+// API server whatever Live is: a watch cache would have to start, and keep,
+// an informer on every object of the kind.
+func (r *Reconciler) listUnowned(ctx context.Context, k schema.GroupVersionKind, desired []*unstructured.Unstructured, found map[string]bool) ([]*unstructured.Unstructured, error) {
+	want := map[string]bool{}
+	for _, d := range desired {
+		if key := objectKey(d); d.GroupVersionKind().GroupKind() == k.GroupKind() && !found[key] {
+			want[key] = true
+		}
+	}
+	lctx, span := startSpan(ctx, "recond.list", kindAttr(k.Kind), attribute.String("k8s.label_selector", ""),
+		attribute.Int("recond.missing.count", len(want)))
+	items, err := r.kube.List(lctx, k, "")
+	span.SetAttributes(attribute.Int("recond.objects.count", len(items)))
+	var out []*unstructured.Unstructured
+	for i := range items {
+		if key := objectKey(&items[i]); want[key] {
+			u := items[i] // not a pointer into items: the rest is garbage now
+			out = append(out, &u)
+			delete(want, key)
+		}
+	}
+	span.SetAttributes(attribute.Int("recond.found.count", len(out)))
+	endSpan(span, err)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (st *State) desiresKind(k schema.GroupVersionKind) bool {

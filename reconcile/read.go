@@ -5,14 +5,17 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // read fetches the revision, renders the manifests and checks that every
 // object belongs to recond's namespace. Nothing is decided about the cluster
-// here except each kind's scope.
+// here except each kind's scope. A revision is rendered once: while it does
+// not move, later ticks reuse its decorated desired set.
 func (r *Reconciler) read(ctx context.Context, st *State) error {
 	fctx, span := startSpan(ctx, "recond.git.fetch", attribute.String("recond.source", r.src.DisplayURL()))
 	rev, err := r.src.Fetch(fctx)
@@ -22,6 +25,19 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 		return err
 	}
 	st.Revision, st.Fetched = rev.SHA, rev.Fetched
+	if r.rendered.sha != "" && r.rendered.sha == rev.SHA {
+		// The revision did not move: its render is reused, rendering being a
+		// function of the commit alone. Only the kinds' scope, which the
+		// server decides, is checked again.
+		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", true))
+		if err := r.checkScopes(r.rendered.desired); err != nil {
+			return err
+		}
+		st.Desired = r.rendered.desired
+		st.Counts.Desired = len(st.Desired)
+		return nil
+	}
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", false))
 	rctx, span := startSpan(ctx, "recond.render", attribute.String("recond.path", r.cfg.Path))
 	manifests, err := r.src.Render(rctx, rev.SHA)
 	span.SetAttributes(attribute.Int("recond.objects.count", len(manifests)))
@@ -63,6 +79,31 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 	}
 	st.Desired = desired
 	st.Counts.Desired = len(desired)
+	// Only a render that passed every check is kept; the phases after read
+	// never modify a desired object, so the next tick at this revision can
+	// hand out the same ones.
+	r.rendered = renderCache{sha: rev.SHA, desired: desired}
+	return nil
+}
+
+// checkScopes checks that every kind of a reused render is still
+// namespace-scoped (a CRD can be replaced by a cluster-scoped one).
+func (r *Reconciler) checkScopes(desired []*unstructured.Unstructured) error {
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, d := range desired {
+		gvk := d.GroupVersionKind()
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		mapping, err := r.kube.Mapping(gvk)
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", gvk.Kind, d.GetName(), err)
+		}
+		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+			return Invalidf("%s/%s: %s is cluster-scoped; recond manages only namespace %q", gvk.Kind, d.GetName(), gvk.Kind, r.cfg.Namespace)
+		}
+	}
 	return nil
 }
 

@@ -125,6 +125,16 @@ type Result struct {
 	Counts                  Counts
 	Outcome                 Outcome
 	DryRun                  bool
+	// Trigger is what asked for the tick.
+	Trigger Trigger
+	// Observe is what observing cost, when the live state comes from a
+	// cache (Config.Live implements LiveCost); nil otherwise.
+	Observe *ObserveCost
+	// Heals are the drifts a watch showed that this tick's writes restored;
+	// BackingOff the objects ("Kind/name") whose self-heal was held back
+	// because another manager keeps changing them.
+	Heals      []Heal
+	BackingOff []string
 }
 
 // Failure returns the error of the failed phase, or nil.

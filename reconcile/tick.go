@@ -2,127 +2,66 @@ package reconcile
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"log/slog"
 	"runtime/debug"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"recond.dev/recond/reconcile/cluster"
-	"recond.dev/recond/reconcile/diff"
-	"recond.dev/recond/reconcile/source"
 )
-
-// Source is where the desired state comes from (reconcile/source.Source).
-type Source interface {
-	Fetch(ctx context.Context) (source.Revision, error)
-	Render(ctx context.Context, sha string) ([]source.Manifest, error)
-	DisplayURL() string
-}
-
-// Config is what a Reconciler holds its namespace to.
-type Config struct {
-	Namespace  string // the one namespace recond manages
-	Name       string // instance name (label recond.dev/instance)
-	Path       string // --path, for the source annotation
-	Prune      bool   // delete owned objects that left Git
-	SelfHeal   bool   // write drift back; false: report it until a new revision arrives
-	DryRun     bool   // never write
-	AllowEmpty bool   // allow an empty desired set to prune everything
-}
-
-// Observer is told about every tick and phase. Metrics, tracing and logs
-// implement it; phases never call them. Start methods may return a derived
-// context (a span), which the phase then runs in.
-type Observer interface {
-	TickStart(ctx context.Context) context.Context
-	PhaseStart(ctx context.Context, p Phase) context.Context
-	PhaseEnd(ctx context.Context, pr PhaseResult, r *Result)
-	TickEnd(ctx context.Context, r *Result)
-}
-
-// Reconciler runs ticks. It is not safe for concurrent ticks: Run never
-// overlaps them.
-type Reconciler struct {
-	cfg       Config
-	src       Source
-	kube      *cluster.Client
-	observers []Observer
-	log       *slog.Logger
-	inv       *inventory // nil until first loaded
-	// equivalent remembers what the server showed to change nothing.
-	equivalent equivalence
-	// salt salts the hashes that stand for Secret values in differences.
-	salt []byte
-}
-
-// New returns a Reconciler. Observers are called in order at starts and in
-// reverse order at ends.
-func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observers ...Observer) *Reconciler {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	salt := make([]byte, 32)
-	_, _ = rand.Read(salt)
-	return &Reconciler{cfg: cfg, src: src, kube: kube, log: log, observers: observers, equivalent: equivalence{}, salt: salt}
-}
-
-// State is what the phases of one tick hand each other.
-type State struct {
-	cfg  Config
-	ctx  context.Context // the tick's: done when the loop stops or the tick times out
-	stop <-chan struct{} // ctx.Done()
-
-	Revision string
-	Fetched  bool
-	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
-	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
-	Changes  []diff.Change                // create, update and delete only
-	unserved []schema.GroupVersionKind    // inventory kinds the server does not serve now
-	pruned   []schema.GroupVersionKind    // kinds of the objects this tick deleted
-	Ops      []Operation
-	Counts   Counts
-	wrote    bool
-	// Terminating are the owned objects being deleted ("Kind/name"): not
-	// written or deleted again until they are gone.
-	Terminating []string
-	// Equivalent are the objects the local diff saw differ but the server
-	// has shown applying them changes nothing ("Kind/name").
-	Equivalent []string
-}
 
 type phaseFunc func(ctx context.Context, st *State) error
 
-// Tick runs one full tick: read, observe, diff, apply.
+// phase is one row of the tick: which phase, its function, whether `recond
+// diff` (Plan) runs it, and whether it finishes the object it is writing
+// when the loop is stopped instead of being cancelled at once.
+type phase struct {
+	p        Phase
+	fn       phaseFunc
+	plan     bool
+	finishes bool
+}
+
+// phases is the tick, in order.
+func (r *Reconciler) phases() []phase {
+	return []phase{
+		{p: PhaseRead, fn: r.read, plan: true},
+		{p: PhaseObserve, fn: r.observe, plan: true},
+		{p: PhaseDiff, fn: r.diff, plan: true},
+		{p: PhaseApply, fn: r.apply, finishes: true},
+	}
+}
+
+// Tick runs one full tick: read, observe, diff, apply (a manual one).
 func (r *Reconciler) Tick(ctx context.Context) *Result {
-	return r.tick(ctx, false)
+	return r.tick(ctx, TriggerManual, false)
+}
+
+// TickFor is Tick for a tick that t asked for.
+func (r *Reconciler) TickFor(ctx context.Context, t Trigger) *Result {
+	return r.tick(ctx, t, false)
 }
 
 // Plan runs read, observe and diff, and writes nothing (`recond diff`).
 func (r *Reconciler) Plan(ctx context.Context) *Result {
-	return r.tick(ctx, true)
+	return r.tick(ctx, TriggerManual, true)
 }
 
-func (r *Reconciler) tick(ctx context.Context, planOnly bool) *Result {
-	res := &Result{Start: time.Now(), DryRun: r.cfg.DryRun}
+func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Result {
+	res := &Result{Start: time.Now(), DryRun: r.cfg.DryRun, Trigger: why}
 	for _, o := range r.observers {
 		ctx = o.TickStart(ctx)
 	}
 	st := &State{cfg: r.cfg, ctx: ctx, stop: ctx.Done()}
-	phases := []struct {
-		p  Phase
-		fn phaseFunc
-	}{{PhaseRead, r.read}, {PhaseObserve, r.observe}, {PhaseDiff, r.diff}, {PhaseApply, r.apply}}
-	if planOnly {
-		phases = phases[:3]
+	lc, costs := r.live.(LiveCost)
+	var before ObserveCost
+	if costs {
+		before = lc.Cost()
 	}
-	for _, ph := range phases {
+	for _, ph := range r.phases() {
+		if planOnly && !ph.plan {
+			continue
+		}
 		pctx := ctx
-		if ph.p == PhaseApply {
-			// Apply finishes the object it is writing when the loop is
+		if ph.finishes {
+			// The phase finishes the object it is writing when the loop is
 			// stopped (it checks st.stop between objects); only the tick
 			// deadline cuts a call short.
 			pctx = context.WithoutCancel(ctx)
@@ -136,6 +75,20 @@ func (r *Reconciler) tick(ctx context.Context, planOnly bool) *Result {
 			break
 		}
 	}
+	if !planOnly {
+		res.Heals = r.heal.healed(res.Start, st.Ops, time.Now())
+		for _, h := range res.Heals {
+			if h.Fight {
+				// Come back when the back-off ends, whatever the interval.
+				time.AfterFunc(h.Backoff, func() { r.Trigger(TriggerWatch) })
+			}
+		}
+	}
+	if costs {
+		after := lc.Cost()
+		res.Observe = &ObserveCost{Calls: after.Calls - before.Calls, SyncWait: after.SyncWait - before.SyncWait, CacheAge: after.CacheAge}
+	}
+	res.BackingOff = st.BackingOff
 	res.Revision, res.Fetched = st.Revision, st.Fetched
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent

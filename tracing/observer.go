@@ -53,6 +53,8 @@ func (o *Observer) PhaseEnd(ctx context.Context, pr reconcile.PhaseResult, _ *re
 func (o *Observer) TickEnd(ctx context.Context, r *reconcile.Result) {
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(
+		attribute.String("recond.trigger", string(r.Trigger)),
+		attribute.Int("recond.heals.count", len(r.Heals)),
 		attribute.String("recond.revision", r.Revision),
 		attribute.String("recond.outcome", string(r.Outcome)),
 		attribute.Int("recond.objects.desired", r.Counts.Desired),
@@ -65,6 +67,13 @@ func (o *Observer) TickEnd(ctx context.Context, r *reconcile.Result) {
 	)
 	if r.DryRun {
 		span.SetAttributes(attribute.Bool("recond.dry_run", true))
+	}
+	if c := r.Observe; c != nil {
+		span.SetAttributes(
+			attribute.Int64("recond.observe.api_calls", c.Calls),
+			attribute.Float64("recond.observe.sync_wait_ms", float64(c.SyncWait.Microseconds())/1000),
+			attribute.Float64("recond.observe.cache_age_ms", float64(c.CacheAge.Microseconds())/1000),
+		)
 	}
 	if f := r.Failure(); f != nil {
 		span.SetAttributes(attribute.String("recond.failure.phase", string(f.Phase)))

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"golang.org/x/term"
+	"k8s.io/client-go/dynamic"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,6 +31,7 @@ import (
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/watch"
 	"recond.dev/recond/tracing"
 )
 
@@ -45,6 +47,34 @@ type app struct {
 	ready   atomic.Bool
 	// role is this process's leader.State (nil before the election).
 	role atomic.Pointer[leader.State]
+	// cache feeds observe with --observe=watch (nil with list).
+	cache *watch.Cache
+}
+
+// healDebounce is how long a change seen by a watch waits for more before
+// it asks for a tick: a burst (a rollout touching an object several times,
+// kubectl apply of many objects) costs one tick.
+const healDebounce = 100 * time.Millisecond
+
+// changed hands a watch event on an owned object to the loop: remember it
+// (heal latency) and ask for a tick soon. A status update by a controller
+// is not drift and asks for nothing.
+func (a *app) changed(ev watch.Event) {
+	if ev.Subresource == "status" {
+		return
+	}
+	a.rec.Changed(ev.Kind, ev.Name, ev.At)
+	a.rec.TriggerAfter(reconcile.TriggerWatch, healDebounce)
+}
+
+// watchLive is the watch cache as the reconciler's Live, reporting what
+// observing cost.
+type watchLive struct{ *watch.Cache }
+
+// Cost implements reconcile.LiveCost.
+func (w watchLive) Cost() reconcile.ObserveCost {
+	s := w.Stats()
+	return reconcile.ObserveCost{Calls: s.Gets, SyncWait: s.SyncWait, CacheAge: s.Age()}
 }
 
 func newApp(o *options, stderr io.Writer) (*app, error) {
@@ -97,6 +127,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	rcfg := reconcile.Config{
 		Namespace: o.namespace, Name: o.name, Path: o.path,
 		Prune: o.prune, SelfHeal: o.selfHeal, DryRun: o.dryRun, AllowEmpty: o.allowEmpty,
+		ApplyConcurrency: o.applyConcurrency,
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -111,9 +142,22 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		return nil, err
 	}
 	a := &app{opts: o, log: log, tracer: tp, reg: reg, metrics: m, coord: coord}
+	if o.observe == "watch" {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		// The caches start with the first tick's observe, before its first
+		// write, so that no drift is missed; they live as long as the app.
+		a.cache, err = watch.New(context.Background(), dyn, kube, o.namespace, watch.Options{Log: log, OnEvent: a.changed})
+		if err != nil {
+			return nil, err
+		}
+		rcfg.Live = watchLive{a.cache}
+	}
 	a.rec = reconcile.New(rcfg, src, kube, log, observers...)
 	log.Info("recond starting", "version", version, "repo", src.DisplayURL(), "ref", o.ref, "path", o.path,
-		"interval", o.interval.String(), "prune", o.prune, "self_heal", o.selfHeal, "dry_run", o.dryRun)
+		"interval", o.interval.String(), "observe", o.observe, "prune", o.prune, "self_heal", o.selfHeal, "dry_run", o.dryRun)
 	return a, nil
 }
 
@@ -193,6 +237,9 @@ func (a *app) run(ctx context.Context) int {
 	} else {
 		a.observeRole(leader.State{Leading: true})
 		loop(ctx)
+	}
+	if a.cache != nil {
+		a.cache.Close()
 	}
 	a.flush()
 	a.log.Info("recond stopped")

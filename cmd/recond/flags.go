@@ -36,6 +36,9 @@ type options struct {
 	verifyCommits   bool
 	trustedKeysFile string
 
+	observe          string
+	applyConcurrency int
+
 	leaderElect                                  bool
 	leaseDuration, renewDeadline, leaseRetryTime time.Duration
 }
@@ -70,6 +73,11 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.gitSSHKeyFile, "git-ssh-key-file", "", "file holding the SSH private key")
 	fs.StringVar(&o.gitKnownHostsFile, "git-known-hosts-file", "", "known_hosts file to verify SSH host keys against (required for SSH)")
 	fs.BoolVar(&o.insecureSkipHostKeyCheck, "insecure-skip-host-key-check", false, "connect over SSH without verifying the host key")
+	o.observe = "list" // sync and diff tick once: nothing to keep watching
+	if cmd == "run" {
+		fs.StringVar(&o.observe, "observe", "watch", "how live objects are observed: watch (caches fed by watches; a change by someone else triggers a tick at once) or list (a LIST per kind at every tick; for RBAC without watch)")
+	}
+	fs.IntVar(&o.applyConcurrency, "apply-concurrency", 8, "most writes (and validating dry runs) made at once within one dependency wave")
 	fs.Int64Var(&o.limits.MaxBytes, "render-max-bytes", source.DefaultLimits.MaxBytes, "most bytes a render may read from the commit, and most bytes it may produce")
 	fs.IntVar(&o.limits.MaxObjects, "render-max-objects", source.DefaultLimits.MaxObjects, "most objects a render may produce")
 	fs.Int64Var(&o.limits.MaxFileBytes, "render-max-file-bytes", source.DefaultLimits.MaxFileBytes, "largest file a render may read")
@@ -114,6 +122,10 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--tick-timeout must not be negative")
 	case o.kubeQPS <= 0 || o.kubeBurst <= 0:
 		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
+	case o.observe != "watch" && o.observe != "list":
+		return nil, fmt.Errorf("--observe must be watch or list, not %q", o.observe)
+	case o.applyConcurrency <= 0:
+		return nil, errors.New("--apply-concurrency must be positive")
 	case o.limits.MaxBytes <= 0 || o.limits.MaxObjects <= 0 || o.limits.MaxFileBytes <= 0 || o.limits.MaxDepth <= 0 || o.limits.MaxAliasExpansion <= 0:
 		return nil, errors.New("the --render-max-* limits must be positive")
 	case o.verifyCommits && o.trustedKeysFile == "":

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -110,22 +111,26 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		for range ticks {
 		}
 	}()
-	// waitTick waits for the next tick line that contains want.
-	waitTick := func(want string) error {
+	// tickLine waits for the next tick line that contains want.
+	tickLine := func(want string) (string, error) {
 		deadline := time.After(2 * time.Minute)
 		for {
 			select {
 			case line, ok := <-ticks:
 				if !ok {
-					return errors.New("recond exited")
+					return "", errors.New("recond exited")
 				}
 				if strings.Contains(line, want) {
-					return nil
+					return line, nil
 				}
 			case <-deadline:
-				return fmt.Errorf("no tick with %q within 2m", want)
+				return "", fmt.Errorf("no tick with %q within 2m", want)
 			}
 		}
+	}
+	waitTick := func(want string) error {
+		_, err := tickLine(want)
+		return err
 	}
 	if err := waitTick("outcome=applied"); err != nil {
 		return err
@@ -138,8 +143,12 @@ func demo(recondBin, examples string, interval time.Duration) error {
 	if err := scale(ctx, cs, ns, 5); err != nil {
 		return err
 	}
-	if err := waitTick("outcome=applied"); err != nil {
+	line, err := tickLine("outcome=applied")
+	if err != nil {
 		return err
+	}
+	if m := regexp.MustCompile(`heal_latency=(\S+)`).FindStringSubmatch(line); m != nil {
+		fmt.Printf("healed %s after the change, by a tick the watch asked for (trigger=watch), not at the %s interval\n", m[1], interval)
 	}
 	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {

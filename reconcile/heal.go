@@ -1,0 +1,125 @@
+package reconcile
+
+import (
+	"sync"
+	"time"
+
+	"recond.dev/recond/reconcile/diff"
+)
+
+// Self-heal timing. A write that undoes another manager's change less than
+// fightWindow after the previous one for the same object is a fight: the
+// object is then left alone for a back-off that doubles with every further
+// fight, up to maxBackoff, and resets after a quiet maxBackoff.
+const (
+	fightWindow    = 10 * time.Second
+	initialBackoff = 2 * time.Second
+	maxBackoff     = 5 * time.Minute
+)
+
+// healer remembers, per object, when a watch event showed that someone else
+// changed it (so that the write restoring it can report the heal latency)
+// and how it fares in a fight. Safe for concurrent use: events arrive from
+// the watch while a tick runs.
+type healer struct {
+	mu      sync.Mutex
+	seen    map[string]time.Time // object key -> first unhealed change seen
+	objects map[string]*healState
+	now     func() time.Time
+}
+
+type healState struct {
+	lastHeal time.Time
+	backoff  time.Duration
+	until    time.Time // no self-heal write before this
+}
+
+func newHealer() *healer {
+	return &healer{seen: map[string]time.Time{}, objects: map[string]*healState{}, now: time.Now}
+}
+
+// Changed tells the reconciler that a watch saw another manager change (or
+// delete) the object kind/name at time at. The write that restores it
+// reports the heal latency from at. The caller asks for a tick
+// (TriggerAfter); Changed only remembers.
+func (r *Reconciler) Changed(kind, name string, at time.Time) {
+	r.heal.mu.Lock()
+	defer r.heal.mu.Unlock()
+	key := kind + "/" + name
+	if _, ok := r.heal.seen[key]; !ok {
+		r.heal.seen[key] = at
+	}
+}
+
+// backingOff reports whether self-heal writes to key are held back, and
+// until when.
+func (h *healer) backingOff(key string) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.objects[key]
+	if s == nil || !h.now().Before(s.until) {
+		return time.Time{}, false
+	}
+	return s.until, true
+}
+
+// Heal is one drift that a watch event showed and a write restored.
+type Heal struct {
+	Kind, Name string
+	// Latency is from the event that showed the change to the end of the
+	// write that restored it.
+	Latency time.Duration
+	// Fight is set when the object was restored less than fightWindow
+	// after the previous heal: another manager keeps changing it, and
+	// recond now backs off (Backoff).
+	Fight   bool
+	Backoff time.Duration
+}
+
+// healed settles the tick: every successful write of an object a watch
+// showed changed is a heal (latency since the change); every other
+// remembered change older than the tick was not drift (a status update, an
+// edit of a field Git does not set) and is forgotten.
+func (h *healer) healed(tickStart time.Time, ops []Operation, writesEnd time.Time) []Heal {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var heals []Heal
+	for _, op := range ops {
+		key := op.Kind + "/" + op.Name
+		if op.Err != nil || op.Action == diff.Delete {
+			continue
+		}
+		at, ok := h.seen[key]
+		if !ok {
+			continue
+		}
+		delete(h.seen, key)
+		heal := Heal{Kind: op.Kind, Name: op.Name, Latency: writesEnd.Sub(at)}
+		s := h.objects[key]
+		if s == nil {
+			s = &healState{}
+			h.objects[key] = s
+		}
+		now := h.now()
+		switch {
+		case !s.lastHeal.IsZero() && now.Sub(s.lastHeal) < fightWindow:
+			if s.backoff == 0 {
+				s.backoff = initialBackoff
+			} else {
+				s.backoff = min(2*s.backoff, maxBackoff)
+			}
+			s.until = now.Add(s.backoff)
+			heal.Fight, heal.Backoff = true, s.backoff
+		case now.Sub(s.lastHeal) > maxBackoff:
+			s.backoff = 0 // a quiet while: forgive
+		}
+		s.lastHeal = now
+		heals = append(heals, heal)
+	}
+	for key, at := range h.seen {
+		if at.Before(tickStart) {
+			delete(h.seen, key)
+		}
+	}
+	return heals
+}

@@ -1,0 +1,73 @@
+package reconcile
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"recond.dev/recond/reconcile/diff"
+)
+
+// A change seen by the watch and a later write of the same object is a
+// heal, with the latency from the event; a write of an object nobody
+// changed is not; a change that no write followed (a status update) is
+// forgotten after the tick. A second heal within the fight window is a
+// fight: the object backs off, doubling up to the cap, and a quiet period
+// forgives.
+func TestHealerLatencyAndFights(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	h := newHealer()
+	h.now = func() time.Time { return now }
+	r := &Reconciler{heal: h}
+	write := []Operation{{Kind: "Deployment", Name: "web", Action: diff.Update}}
+
+	r.Changed("Deployment", "web", now.Add(-300*time.Millisecond))
+	r.Changed("Deployment", "web", now.Add(-100*time.Millisecond)) // the first change counts
+	r.Changed("ConfigMap", "status-only", now.Add(-200*time.Millisecond))
+	heals := h.healed(now.Add(-50*time.Millisecond), append(write, Operation{Kind: "Service", Name: "other", Action: diff.Update}), now)
+	if len(heals) != 1 || heals[0].Kind != "Deployment" || heals[0].Latency != 300*time.Millisecond || heals[0].Fight {
+		t.Fatalf("heals %+v, want Deployment/web after 300ms, no fight", heals)
+	}
+	if len(h.seen) != 0 {
+		t.Errorf("changes still remembered after the tick: %v", h.seen)
+	}
+	if _, ok := h.backingOff("Deployment/web"); ok {
+		t.Error("backing off after one heal")
+	}
+
+	// The other manager changes it again at once: a fight, backing off
+	// 2 s, then 4 s, ... at most 5 min.
+	want := initialBackoff
+	for i := range 10 {
+		now = now.Add(time.Second)
+		r.Changed("Deployment", "web", now.Add(-10*time.Millisecond))
+		heals = h.healed(now.Add(-5*time.Millisecond), write, now)
+		if len(heals) != 1 || !heals[0].Fight || heals[0].Backoff != want {
+			t.Fatalf("round %d: heals %+v, want a fight backing off %s", i, heals, want)
+		}
+		if until, ok := h.backingOff("Deployment/web"); !ok || !until.Equal(now.Add(want)) {
+			t.Fatalf("round %d: backing off until %v (%t), want %v", i, until, ok, now.Add(want))
+		}
+		want = min(2*want, maxBackoff)
+	}
+	// A failed write is no heal.
+	now = now.Add(time.Second)
+	r.Changed("Deployment", "web", now)
+	if heals := h.healed(now, []Operation{{Kind: "Deployment", Name: "web", Action: diff.Update, Err: errors.New("x")}}, now); len(heals) != 0 {
+		t.Errorf("a failed write healed: %+v", heals)
+	}
+	// After a quiet while the back-off is forgiven.
+	now = now.Add(maxBackoff + time.Minute)
+	if _, ok := h.backingOff("Deployment/web"); ok {
+		t.Fatal("still backing off after the back-off ended")
+	}
+	r.Changed("Deployment", "web", now.Add(-10*time.Millisecond))
+	if heals := h.healed(now.Add(-5*time.Millisecond), write, now); len(heals) != 1 || heals[0].Fight {
+		t.Fatalf("heal after a quiet while: %+v, want no fight", heals)
+	}
+	now = now.Add(time.Second)
+	r.Changed("Deployment", "web", now.Add(-10*time.Millisecond))
+	if heals := h.healed(now.Add(-5*time.Millisecond), write, now); len(heals) != 1 || heals[0].Backoff != initialBackoff {
+		t.Fatalf("first fight after forgiveness: %+v, want back-off %s", heals, initialBackoff)
+	}
+}

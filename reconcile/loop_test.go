@@ -1,0 +1,202 @@
+package reconcile
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeTicks is a tick function that records what asked for each tick, can
+// be held inside a tick, and notices overlapping ticks.
+type fakeTicks struct {
+	mu      sync.Mutex
+	why     []Trigger
+	running atomic.Int32
+	overlap atomic.Bool
+	started chan Trigger
+	release chan struct{} // nil: ticks return at once
+}
+
+func newFakeTicks(hold bool) *fakeTicks {
+	f := &fakeTicks{started: make(chan Trigger, 100)}
+	if hold {
+		f.release = make(chan struct{})
+	}
+	return f
+}
+
+func (f *fakeTicks) tick(ctx context.Context, t Trigger) *Result {
+	if f.running.Add(1) > 1 {
+		f.overlap.Store(true)
+	}
+	defer f.running.Add(-1)
+	f.mu.Lock()
+	f.why = append(f.why, t)
+	f.mu.Unlock()
+	f.started <- t
+	if f.release != nil {
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+		}
+	}
+	return &Result{Trigger: t}
+}
+
+func (f *fakeTicks) triggers() []Trigger {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Trigger(nil), f.why...)
+}
+
+func waitStarted(t *testing.T, f *fakeTicks) Trigger {
+	t.Helper()
+	select {
+	case why := <-f.started:
+		return why
+	case <-time.After(5 * time.Second):
+		t.Fatal("no tick started")
+		return ""
+	}
+}
+
+func noTick(t *testing.T, f *fakeTicks, within time.Duration) {
+	t.Helper()
+	select {
+	case why := <-f.started:
+		t.Fatalf("unexpected tick (%s)", why)
+	case <-time.After(within):
+	}
+}
+
+func startLoop(t *testing.T, f *fakeTicks, triggers chan Trigger, interval time.Duration) (cancel func(), done <-chan struct{}) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	d := make(chan struct{})
+	go func() {
+		loop{triggers: triggers, tick: f.tick}.run(ctx, interval, time.Minute, nil)
+		close(d)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-d
+	})
+	return stop, d
+}
+
+// The loop ticks at once (interval), then for each trigger; triggers that
+// arrive during a tick are coalesced into one tick after it, carrying the
+// first request's source; ticks never overlap.
+func TestLoopCoalescesTriggersDuringATick(t *testing.T) {
+	f := newFakeTicks(true)
+	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	startLoop(t, f, r.triggers, time.Hour)
+	if why := waitStarted(t, f); why != TriggerInterval {
+		t.Fatalf("first tick asked by %s, want interval", why)
+	}
+	for range 50 {
+		r.Trigger(TriggerWatch)
+		r.Trigger(TriggerManual)
+	}
+	noTick(t, f, 100*time.Millisecond) // the first tick is still running
+	f.release <- struct{}{}
+	if why := waitStarted(t, f); why != TriggerWatch {
+		t.Fatalf("second tick asked by %s, want watch (the first pending request)", why)
+	}
+	f.release <- struct{}{}
+	noTick(t, f, 200*time.Millisecond) // 100 triggers, one tick
+	if f.overlap.Load() {
+		t.Error("ticks overlapped")
+	}
+	if got := f.triggers(); len(got) != 2 {
+		t.Errorf("ticks %v, want 2", got)
+	}
+}
+
+// Trigger never blocks, whether or not the loop runs, and a request made
+// before Run starts is served by it.
+func TestTriggerNeverBlocks(t *testing.T) {
+	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	done := make(chan struct{})
+	go func() {
+		for range 1000 {
+			r.Trigger(TriggerWatch)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Trigger blocked with no loop running")
+	}
+	f := newFakeTicks(false)
+	startLoop(t, f, r.triggers, time.Hour)
+	// The pending watch request and the start's interval request coalesce.
+	why := waitStarted(t, f)
+	if why != TriggerWatch && why != TriggerInterval {
+		t.Fatalf("tick asked by %q", why)
+	}
+	noTick(t, f, 200*time.Millisecond)
+}
+
+// The interval ticker fires ticks by itself.
+func TestLoopTicksEveryInterval(t *testing.T) {
+	f := newFakeTicks(false)
+	startLoop(t, f, make(chan Trigger, 1), 50*time.Millisecond)
+	for range 3 {
+		if why := waitStarted(t, f); why != TriggerInterval {
+			t.Fatalf("tick asked by %s, want interval", why)
+		}
+	}
+}
+
+// Cancelling the loop ends the running tick's context and Run returns; no
+// tick starts after the cancel, even with a request pending.
+func TestLoopStopsOnCancel(t *testing.T) {
+	f := newFakeTicks(true)
+	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	cancel, done := startLoop(t, f, r.triggers, time.Hour)
+	waitStarted(t, f)
+	r.Trigger(TriggerWatch) // pending behind the running tick
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	noTick(t, f, 100*time.Millisecond)
+}
+
+// TriggerAfter debounces a burst into one request after the delay.
+func TestTriggerAfterDebounces(t *testing.T) {
+	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	start := time.Now()
+	for range 20 {
+		r.TriggerAfter(TriggerWatch, 50*time.Millisecond)
+	}
+	select {
+	case why := <-r.triggers:
+		if why != TriggerWatch {
+			t.Fatalf("trigger %s", why)
+		}
+		if d := time.Since(start); d < 50*time.Millisecond {
+			t.Errorf("fired after %s, before the delay", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the debounced trigger never fired")
+	}
+	select {
+	case why := <-r.triggers:
+		t.Fatalf("a second trigger (%s) from one burst", why)
+	case <-time.After(150 * time.Millisecond):
+	}
+	// A later burst fires again.
+	r.TriggerAfter(TriggerWatch, 10*time.Millisecond)
+	select {
+	case <-r.triggers:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second burst never fired")
+	}
+}

@@ -1,0 +1,156 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"recond.dev/recond/reconcile/cluster"
+	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/source"
+)
+
+// Source is where the desired state comes from (reconcile/source.Source).
+type Source interface {
+	Fetch(ctx context.Context) (source.Revision, error)
+	Render(ctx context.Context, sha string) ([]source.Manifest, error)
+	DisplayURL() string
+}
+
+// Live is where the observe phase learns what exists: the API server at
+// every tick (cluster.Client, --observe=list) or a watch-fed cache
+// (reconcile/watch, --observe=watch). Both return objects with apiVersion
+// and kind set, in the version gvk names (or the server's preferred one).
+type Live interface {
+	// List returns the objects of kind gvk in the namespace that match the
+	// label selector.
+	List(ctx context.Context, gvk schema.GroupVersionKind, selector string) ([]unstructured.Unstructured, error)
+	// Get returns one object of the namespace, or nil when it does not
+	// exist.
+	Get(ctx context.Context, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error)
+}
+
+// LiveCost is implemented by a Live that can tell what observing cost, so
+// that the tick's span and metrics tell the truth about a cache: its
+// counters only grow (the tick reports the difference), the age is now.
+type LiveCost interface {
+	Cost() ObserveCost
+}
+
+// ObserveCost is what observing cost a tick (or, from LiveCost, what it has
+// cost since the start).
+type ObserveCost struct {
+	// Calls is API requests made by the cache on behalf of the tick (store
+	// misses); its watches are not counted.
+	Calls int64
+	// SyncWait is the time waited for caches to sync (first use of a kind).
+	SyncWait time.Duration
+	// CacheAge is the age of the stalest cache: the time since it last saw
+	// an event or a bookmark.
+	CacheAge time.Duration
+}
+
+// Config is what a Reconciler holds its namespace to.
+type Config struct {
+	Namespace  string // the one namespace recond manages
+	Name       string // instance name (label recond.dev/instance)
+	Path       string // --path, for the source annotation
+	Prune      bool   // delete owned objects that left Git
+	SelfHeal   bool   // write drift back; false: report it until a new revision arrives
+	DryRun     bool   // never write
+	AllowEmpty bool   // allow an empty desired set to prune everything
+	// ApplyConcurrency bounds the writes (and validating dry runs) made at
+	// once within one dependency wave; 0 means 1.
+	ApplyConcurrency int
+	// Live is where observe reads live objects; nil means the API server
+	// (a LIST per kind at every tick).
+	Live Live
+}
+
+// Observer is told about every tick and phase. Metrics, tracing and logs
+// implement it; phases never call them. Start methods may return a derived
+// context (a span), which the phase then runs in.
+type Observer interface {
+	TickStart(ctx context.Context) context.Context
+	PhaseStart(ctx context.Context, p Phase) context.Context
+	PhaseEnd(ctx context.Context, pr PhaseResult, r *Result)
+	TickEnd(ctx context.Context, r *Result)
+}
+
+// Reconciler runs ticks. It is not safe for concurrent ticks: Run never
+// overlaps them.
+type Reconciler struct {
+	cfg       Config
+	src       Source
+	kube      *cluster.Client
+	live      Live // cfg.Live, or kube
+	observers []Observer
+	log       *slog.Logger
+	inv       *inventory // nil until first loaded
+	// equivalent remembers what the server showed to change nothing.
+	equivalent *equivalence
+	// salt salts the hashes that stand for Secret values in differences.
+	salt []byte
+	// rendered is the last successful render, reused while the revision
+	// does not move.
+	rendered renderCache
+	// triggers holds at most one pending tick request (Trigger).
+	triggers chan Trigger
+	debounce debouncer
+	// heal follows drift seen by a watch to the write that restores it.
+	heal *healer
+}
+
+// renderCache is a decorated desired set and the revision it was rendered
+// at. The objects are never mutated after read.
+type renderCache struct {
+	sha     string
+	desired []*unstructured.Unstructured
+}
+
+// New returns a Reconciler. Observers are called in order at starts and in
+// reverse order at ends.
+func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observers ...Observer) *Reconciler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	salt := make([]byte, 32)
+	_, _ = rand.Read(salt)
+	r := &Reconciler{cfg: cfg, src: src, kube: kube, live: cfg.Live, log: log, observers: observers,
+		equivalent: newEquivalence(), salt: salt, triggers: make(chan Trigger, 1), heal: newHealer()}
+	if r.live == nil {
+		r.live = kube
+	}
+	return r
+}
+
+// State is what the phases of one tick hand each other.
+type State struct {
+	cfg  Config
+	ctx  context.Context // the tick's: done when the loop stops or the tick times out
+	stop <-chan struct{} // ctx.Done()
+
+	Revision string
+	Fetched  bool
+	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
+	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
+	Changes  []diff.Change                // create, update and delete only
+	unserved []schema.GroupVersionKind    // inventory kinds the server does not serve now
+	pruned   []schema.GroupVersionKind    // kinds of the objects this tick deleted
+	Ops      []Operation
+	Counts   Counts
+	wrote    bool
+	// Terminating are the owned objects being deleted ("Kind/name"): not
+	// written or deleted again until they are gone.
+	Terminating []string
+	// Equivalent are the objects the local diff saw differ but the server
+	// has shown applying them changes nothing ("Kind/name").
+	Equivalent []string
+	// BackingOff are the drifted objects ("Kind/name") left alone this tick
+	// because another manager keeps changing them (a fight).
+	BackingOff []string
+}

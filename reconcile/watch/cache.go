@@ -1,0 +1,373 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"recond.dev/recond/reconcile/cluster"
+)
+
+// Mapper resolves a kind to its resource and scope; a kind without a
+// version resolves to the version the server prefers. *cluster.Client is
+// one, and its errors (a *meta.NoKindMatchError for a kind the server does
+// not serve) are returned unchanged.
+type Mapper interface {
+	Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
+}
+
+// Defaults for Options.
+const (
+	DefaultRelistPeriod = 30 * time.Minute
+	// RelistJitter is the fraction of the relist period added at random to
+	// each relist, so that many processes started together do not relist
+	// in lockstep.
+	RelistJitter = 0.5
+	// eventBuffer is how many events wait for OnEvent before new ones are
+	// dropped (and counted).
+	eventBuffer = 4096
+	// syncPoll is how often a waiting List looks at an informer's sync.
+	syncPoll = 5 * time.Millisecond
+)
+
+// Options tune a Cache. The zero value is usable.
+type Options struct {
+	// OnEvent is called, from one goroutine of the Cache and never from an
+	// informer's, for every update or delete of a cached object that the
+	// field manager did not make itself. It should hand the event off and
+	// return: while it runs, further events queue (eventBuffer of them,
+	// then they are dropped and counted in Stats.EventsDropped).
+	OnEvent func(Event)
+	// Manager is recond's field manager; cluster.FieldManager when empty.
+	Manager string
+	// RelistPeriod is how often each informer relists in full, plus up to
+	// RelistJitter of it at random; DefaultRelistPeriod when 0, never when
+	// negative. A watch that stays open cannot miss an event, but a relist
+	// bounds how long a missed one could go unseen.
+	RelistPeriod time.Duration
+	// WatchTimeout is the least time a watch request stays open; each one
+	// asks for a random time in [WatchTimeout, 2*WatchTimeout), as Config
+	// Sync's filtered watcher does. 0 leaves client-go's own, randomised
+	// in [5m, 10m).
+	WatchTimeout time.Duration
+	// Log receives the informers' errors; none when nil.
+	Log *slog.Logger
+
+	// expireWatch, when set and returning an error, makes the next watch
+	// request fail with it instead of being sent (tests only).
+	expireWatch func() error
+}
+
+// Cache answers List and Get from watch-fed informers: one per (kind,
+// label selector) first asked for, kept until Close or the context given to
+// New ends. It is safe for concurrent use.
+type Cache struct {
+	dyn       dynamic.Interface
+	mapper    Mapper
+	namespace string
+	opts      Options
+	log       *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	informers map[informerKey]*kindInformer
+
+	events        chan pending
+	gets          atomic.Int64
+	syncWaitNanos atomic.Int64
+	syncWaits     atomic.Int64
+	dropped       atomic.Int64
+}
+
+type informerKey struct {
+	gvk      schema.GroupVersionKind
+	selector string
+}
+
+// New returns a Cache for namespace. Nothing is watched until the first
+// List or Get of a kind; Close (or the end of ctx) stops every informer.
+func New(ctx context.Context, dyn dynamic.Interface, mapper Mapper, namespace string, opts Options) (*Cache, error) {
+	if namespace == "" {
+		return nil, fmt.Errorf("no namespace given")
+	}
+	if dyn == nil || mapper == nil {
+		return nil, fmt.Errorf("watch cache needs a dynamic client and a mapper")
+	}
+	if opts.Manager == "" {
+		opts.Manager = cluster.FieldManager
+	}
+	if opts.RelistPeriod == 0 {
+		opts.RelistPeriod = DefaultRelistPeriod
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Cache{
+		dyn: dyn, mapper: mapper, namespace: namespace, opts: opts, log: log,
+		informers: map[informerKey]*kindInformer{},
+		events:    make(chan pending, eventBuffer),
+	}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.wg.Add(1)
+	go c.dispatch()
+	return c, nil
+}
+
+// Close stops every informer and waits for them to end.
+func (c *Cache) Close() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// Namespace is the namespace the cache watches.
+func (c *Cache) Namespace() string { return c.namespace }
+
+// mapping resolves gvk as cluster.Client does, with the same errors.
+func (c *Cache) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.mapper.Mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return nil, fmt.Errorf("%s is cluster-scoped; recond manages only namespace %q", gvk.Kind, c.namespace)
+	}
+	return m, nil
+}
+
+// List returns the cached objects of kind gvk that match selector, in the
+// version gvk names (or the server's preferred one), sorted by name, as
+// deep copies. The first List of a (kind, selector) starts its informer and
+// waits, within ctx, for its first sync; later ones make no API request.
+func (c *Cache) List(ctx context.Context, gvk schema.GroupVersionKind, selector string) ([]unstructured.Unstructured, error) {
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	k, err := c.informer(m, selector)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitSynced(ctx, k); err != nil {
+		return nil, err
+	}
+	items := k.inf.GetStore().List()
+	type named struct {
+		name string
+		u    *unstructured.Unstructured
+	}
+	sorted := make([]named, 0, len(items))
+	for _, o := range items {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			sorted = append(sorted, named{u.GetName(), u})
+		}
+	}
+	slices.SortFunc(sorted, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	apiVersion, kind := m.GroupVersionKind.GroupVersion().String(), m.GroupVersionKind.Kind
+	out := make([]unstructured.Unstructured, len(sorted))
+	for i, n := range sorted {
+		// A deep copy: the store's objects are shared and must not change.
+		out[i].Object = runtime.DeepCopyJSON(n.u.Object)
+		out[i].Object["apiVersion"], out[i].Object["kind"] = apiVersion, kind
+	}
+	return out, nil
+}
+
+// Get returns one object, or nil when it does not exist. It answers from a
+// synced informer of that exact kind and version when the object is there;
+// otherwise (the store holds only label-selected objects, so a miss proves
+// nothing; or the object is asked for in another version) it makes one
+// API GET, counted in Stats.Gets.
+func (c *Cache) Get(ctx context.Context, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	var candidates []*kindInformer
+	for key, k := range c.informers {
+		if key.gvk == m.GroupVersionKind {
+			candidates = append(candidates, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, k := range candidates {
+		if !k.inf.HasSynced() {
+			continue
+		}
+		o, ok, err := k.inf.GetStore().GetByKey(c.namespace + "/" + name)
+		if err == nil && ok {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				out := u.DeepCopy()
+				out.SetGroupVersionKind(m.GroupVersionKind)
+				return out, nil
+			}
+		}
+	}
+	c.gets.Add(1)
+	u, err := c.dyn.Resource(m.Resource).Namespace(c.namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s/%s: %w", gvk.Kind, name, err)
+	}
+	return u, nil
+}
+
+// informer returns the running informer for (m, selector), starting it the
+// first time.
+func (c *Cache) informer(m *meta.RESTMapping, selector string) (*kindInformer, error) {
+	key := informerKey{gvk: m.GroupVersionKind, selector: selector}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("watch cache closed: %w", err)
+	}
+	if k, ok := c.informers[key]; ok {
+		return k, nil
+	}
+	k := c.start(key, m)
+	c.informers[key] = k
+	return k, nil
+}
+
+// waitSynced waits for k's first sync, the end of ctx, or an error that
+// retrying will not cure (forbidden, unauthorised, resource gone): the
+// reflector would retry those forever, so k is dropped (the next List
+// starts afresh) and the error returned as a LIST's would be.
+func (c *Cache) waitSynced(ctx context.Context, k *kindInformer) error {
+	if k.inf.HasSynced() {
+		return nil
+	}
+	start := time.Now()
+	defer func() {
+		c.syncWaitNanos.Add(int64(time.Since(start)))
+		c.syncWaits.Add(1)
+	}()
+	t := time.NewTicker(syncPoll)
+	defer t.Stop()
+	for {
+		if k.inf.HasSynced() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s cache: %w", k.key.gvk.Kind, context.Cause(ctx))
+		case <-c.ctx.Done():
+			return fmt.Errorf("wait for %s cache: watch cache closed", k.key.gvk.Kind)
+		case <-k.failed:
+			c.drop(k)
+			return fmt.Errorf("list %s: %w", k.key.gvk.Kind, k.failErr)
+		case <-t.C:
+		}
+	}
+}
+
+// drop stops k and forgets it, unless it was already replaced.
+func (c *Cache) drop(k *kindInformer) {
+	c.mu.Lock()
+	if c.informers[k.key] == k {
+		delete(c.informers, k.key)
+	}
+	c.mu.Unlock()
+	k.cancel()
+}
+
+// terminal reports whether a list/watch error will not go away by itself.
+func terminal(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) ||
+		apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// Stats are the Cache's counters since New. Counters only grow: subtract
+// two snapshots for what one tick cost.
+type Stats struct {
+	// Gets is the API GETs made by Get (store misses, other versions).
+	Gets int64
+	// SyncWaits is how many List calls waited for a first sync, and
+	// SyncWait the time they waited in all.
+	SyncWaits int64
+	SyncWait  time.Duration
+	// EventsDropped is the events not handed to OnEvent because it was
+	// behind by more than the buffer.
+	EventsDropped int64
+	// Kinds describes each informer, sorted by kind and selector.
+	Kinds []KindStats
+}
+
+// KindStats describes one informer.
+type KindStats struct {
+	GroupVersionKind schema.GroupVersionKind
+	Selector         string
+	Synced           bool
+	Objects          int
+	// Lists is the full lists the informer made (its first sync, the
+	// periodic relists, and relists after a 410 Expired); Watches the
+	// watch requests that resumed from a known resourceVersion.
+	Lists, Watches int
+	// LastSeen is when the informer last saw an event or a bookmark, and
+	// Age the time since (at the time of Stats).
+	LastSeen time.Time
+	Age      time.Duration
+	// Err is the last list or watch error, nil once a list succeeds again.
+	Err error
+}
+
+// Age is the age of the stalest informer (0 with none): how old, at
+// worst, the picture List gives may be.
+func (s Stats) Age() time.Duration {
+	var age time.Duration
+	for _, k := range s.Kinds {
+		age = max(age, k.Age)
+	}
+	return age
+}
+
+// Stats returns the counters and each informer's state.
+func (c *Cache) Stats() Stats {
+	s := Stats{
+		Gets: c.gets.Load(), SyncWaits: c.syncWaits.Load(),
+		SyncWait: time.Duration(c.syncWaitNanos.Load()), EventsDropped: c.dropped.Load(),
+	}
+	c.mu.Lock()
+	ks := make([]*kindInformer, 0, len(c.informers))
+	for _, k := range c.informers {
+		ks = append(ks, k)
+	}
+	c.mu.Unlock()
+	now := time.Now()
+	for _, k := range ks {
+		k.mu.Lock()
+		st := KindStats{
+			GroupVersionKind: k.key.gvk, Selector: k.key.selector, Synced: k.inf.HasSynced(),
+			Objects: len(k.inf.GetStore().ListKeys()), Lists: k.lists, Watches: k.watches,
+			LastSeen: k.lastSeen, Err: k.lastErr,
+		}
+		k.mu.Unlock()
+		if !st.LastSeen.IsZero() {
+			st.Age = now.Sub(st.LastSeen)
+		}
+		s.Kinds = append(s.Kinds, st)
+	}
+	slices.SortFunc(s.Kinds, func(a, b KindStats) int {
+		return strings.Compare(a.GroupVersionKind.String()+" "+a.Selector, b.GroupVersionKind.String()+" "+b.Selector)
+	})
+	return s
+}

@@ -1,0 +1,20 @@
+// Package watch is a watch-fed cache of the objects recond owns in its
+// namespace: the Live implementation behind --observe=watch.
+//
+// A Cache starts one informer per (kind, label selector) the first time it
+// is asked for it: namespace-scoped, label-selected, with watch bookmarks,
+// a randomised watch timeout and a jittered periodic relist, kept until the
+// Cache is closed. List waits for that informer's first sync, then answers
+// from memory without an API request. Get answers from the same store and
+// falls back to one counted GET, because a label-selected store cannot tell
+// an unowned object from a missing one.
+//
+// The store keeps only what the diff reads: other managers' managedFields
+// entries are cut to who, how and when (their field sets dropped), recond's
+// own entries stay whole, and the last-applied-configuration annotation is
+// dropped. Status is kept.
+//
+// Updates and deletes by anyone but recond are handed to Options.OnEvent
+// (an update whose only managedFields change is in recond's entries is
+// recond's own). It is a leaf: it does not import package reconcile.
+package watch

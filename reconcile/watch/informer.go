@@ -1,0 +1,273 @@
+package watch
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+)
+
+// kindInformer is one informer of the Cache and what it has seen.
+type kindInformer struct {
+	key    informerKey
+	inf    cache.SharedIndexInformer
+	cancel context.CancelFunc
+
+	// failed is closed, with failErr set, when a list or watch error that
+	// retrying will not cure happens before the first sync.
+	failed   chan struct{}
+	failErr  error
+	failOnce sync.Once
+
+	mu       sync.Mutex
+	lists    int
+	watches  int
+	lastSeen time.Time
+	lastErr  error
+	relistAt time.Time
+}
+
+// start builds and runs the informer for key. The caller holds c.mu.
+func (c *Cache) start(key informerKey, m *meta.RESTMapping) *kindInformer {
+	ctx, cancel := context.WithCancel(c.ctx)
+	k := &kindInformer{key: key, cancel: cancel, failed: make(chan struct{})}
+	ri := c.dyn.Resource(m.Resource).Namespace(c.namespace)
+	k.inf = cache.NewSharedIndexInformerWithOptions(c.listWatch(k, ri), &unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{ObjectDescription: key.gvk.String()})
+	// Neither call can fail before Run.
+	_ = k.inf.SetTransform(transform(c.opts.Manager))
+	_ = k.inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		k.mu.Lock()
+		k.lastErr = err
+		k.mu.Unlock()
+		if terminal(err) && !k.inf.HasSynced() {
+			k.failOnce.Do(func() { k.failErr = err; close(k.failed) })
+		}
+		c.log.Warn("watch failed", "kind", key.gvk.String(), "selector", key.selector, "error", err)
+	})
+	_, _ = k.inf.AddEventHandler(c.handler(key.gvk.Kind))
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		k.inf.RunWithContext(ctx)
+	}()
+	return k
+}
+
+// listWatch is the informer's ListerWatcher: label-selected, counting full
+// lists and watches, with the Cache's watch timeout and relist period.
+func (c *Cache) listWatch(k *kindInformer, ri dynamic.ResourceInterface) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = k.key.selector
+			k.noteList(c.opts.RelistPeriod)
+			l, err := ri.List(ctx, o)
+			if err == nil {
+				k.clearErr()
+			}
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = k.key.selector
+			// A watch asking for initial events is a list (client-go's
+			// streaming list); any other resumes from a resourceVersion.
+			if o.SendInitialEvents != nil && *o.SendInitialEvents {
+				k.noteList(c.opts.RelistPeriod)
+			} else {
+				k.noteWatch()
+				if c.opts.expireWatch != nil {
+					if err := c.opts.expireWatch(); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if c.opts.WatchTimeout > 0 {
+				secs := int64(watchTimeout(c.opts.WatchTimeout, rand.Float64()).Seconds())
+				o.TimeoutSeconds = &secs
+			}
+			w, err := ri.Watch(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			k.clearErr()
+			return k.proxy(w), nil
+		},
+	}
+}
+
+// relistDelay is period plus up to RelistJitter of it, r in [0, 1).
+func relistDelay(period time.Duration, r float64) time.Duration {
+	return period + time.Duration(r*RelistJitter*float64(period))
+}
+
+// watchTimeout is a watch request's timeout, r in [0, 1): in [min, 2*min),
+// and never under a second (the API takes whole seconds).
+func watchTimeout(min time.Duration, r float64) time.Duration {
+	d := min + time.Duration(r*float64(min))
+	return max(d, time.Second).Truncate(time.Second)
+}
+
+func (k *kindInformer) noteList(period time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.lists++
+	if period > 0 {
+		k.relistAt = time.Now().Add(relistDelay(period, rand.Float64()))
+	}
+}
+
+func (k *kindInformer) noteWatch() {
+	k.mu.Lock()
+	k.watches++
+	k.mu.Unlock()
+}
+
+func (k *kindInformer) clearErr() {
+	k.mu.Lock()
+	k.lastErr = nil
+	k.mu.Unlock()
+}
+
+func (k *kindInformer) touch() {
+	now := time.Now()
+	k.mu.Lock()
+	k.lastSeen = now
+	k.mu.Unlock()
+}
+
+// expired is what the server sends when a watch's resourceVersion has been
+// compacted away; the reflector answers it with a relist.
+var expired = &metav1.Status{
+	Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired,
+	Message: "periodic relist",
+}
+
+// proxy passes w's events through, noting when each (bookmarks included)
+// was seen, and ends the watch with a 410 Expired when the relist is due,
+// so that the reflector relists by the same path a compaction takes.
+func (k *kindInformer) proxy(w watch.Interface) watch.Interface {
+	p := &seenWatch{out: make(chan watch.Event), stop: make(chan struct{})}
+	k.mu.Lock()
+	relistAt := k.relistAt
+	k.mu.Unlock()
+	go func() {
+		defer close(p.out)
+		defer w.Stop()
+		var relist <-chan time.Time
+		if !relistAt.IsZero() {
+			t := time.NewTimer(time.Until(relistAt))
+			defer t.Stop()
+			relist = t.C
+		}
+		in := w.ResultChan()
+		for {
+			select {
+			case ev, ok := <-in:
+				if !ok {
+					return
+				}
+				if ev.Type != watch.Error {
+					k.touch()
+				}
+				select {
+				case p.out <- ev:
+				case <-p.stop:
+					return
+				}
+			case <-relist:
+				select {
+				case p.out <- watch.Event{Type: watch.Error, Object: expired.DeepCopy()}:
+				case <-p.stop:
+				}
+				return
+			case <-p.stop:
+				return
+			}
+		}
+	}()
+	return p
+}
+
+// seenWatch is the watch.Interface proxy returns.
+type seenWatch struct {
+	out  chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func (p *seenWatch) Stop()                          { p.once.Do(func() { close(p.stop) }) }
+func (p *seenWatch) ResultChan() <-chan watch.Event { return p.out }
+
+// pending is an informer notification waiting to be classified.
+type pending struct {
+	kind     string
+	old, new *unstructured.Unstructured // old nil for a delete
+	at       time.Time
+}
+
+// handler hands the informer's updates and deletes to dispatch without
+// blocking it; adds are not drift (recond created the object, or someone
+// gave it recond's labels) and make no event.
+func (c *Cache) handler(kind string) cache.ResourceEventHandler {
+	send := func(p pending) {
+		select {
+		case c.events <- p:
+		default:
+			c.dropped.Add(1)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			if c.opts.OnEvent == nil {
+				return
+			}
+			o, ok1 := oldObj.(*unstructured.Unstructured)
+			n, ok2 := newObj.(*unstructured.Unstructured)
+			if !ok1 || !ok2 || o.GetResourceVersion() == n.GetResourceVersion() {
+				return // a relist's unchanged object
+			}
+			send(pending{kind: kind, old: o, new: n, at: time.Now()})
+		},
+		DeleteFunc: func(obj any) {
+			if c.opts.OnEvent == nil {
+				return
+			}
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				send(pending{kind: kind, new: u, at: time.Now()})
+			}
+		},
+	}
+}
+
+// dispatch classifies notifications and calls OnEvent, one at a time.
+func (c *Cache) dispatch() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case p := <-c.events:
+			ev := Event{Kind: p.kind, Name: p.new.GetName(), Type: EventDelete, At: p.at}
+			if p.old != nil {
+				own, mgr, sub := classifyUpdate(p.old, p.new, c.opts.Manager)
+				if own {
+					continue
+				}
+				ev.Type, ev.Manager, ev.Subresource = EventUpdate, mgr, sub
+			}
+			c.opts.OnEvent(ev)
+		}
+	}
+}
