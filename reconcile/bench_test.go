@@ -11,10 +11,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"recond.dev/recond/metrics"
 	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/cluster"
+	"recond.dev/recond/reconcile/watch"
 	"recond.dev/recond/tracing"
 )
 
@@ -43,17 +46,23 @@ func BenchmarkTick(b *testing.B) {
 				}
 			}
 		})
-		b.Run(set.name+"/converged", func(b *testing.B) {
-			h := newHarness(b)
-			h.cfg.ApplyConcurrency = set.concurrency
-			h.repo.Commit("set", set.files)
-			h.mustTick(reconcile.OutcomeApplied)
-			for b.Loop() {
-				if r := h.tick(); r.Outcome != reconcile.OutcomeConverged {
-					b.Fatalf("outcome %s: %v", r.Outcome, r.Failure())
+		for _, mode := range []string{"list", "watch"} {
+			b.Run(set.name+"/converged-"+mode, func(b *testing.B) {
+				h := newHarness(b)
+				h.cfg.ApplyConcurrency = set.concurrency
+				if mode == "watch" {
+					h.cfg.Live = newCache(b, h)
 				}
-			}
-		})
+				h.repo.Commit("set", set.files)
+				h.mustTick(reconcile.OutcomeApplied)
+				h.mustTick(reconcile.OutcomeConverged)
+				for b.Loop() {
+					if r := h.tick(); r.Outcome != reconcile.OutcomeConverged {
+						b.Fatalf("outcome %s: %v", r.Outcome, r.Failure())
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -103,3 +112,18 @@ type discardExporter struct{}
 
 func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// newCache is a watch cache for h's namespace, closed with the test.
+func newCache(tb testing.TB, h *harness) *watch.Cache {
+	tb.Helper()
+	kube, err := cluster.New(h.rest, h.ns)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := watch.New(context.Background(), dynamic.NewForConfigOrDie(h.rest), kube, h.ns, watch.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}

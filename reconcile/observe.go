@@ -3,7 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -155,8 +155,19 @@ func (st *State) desiresKind(k schema.GroupVersionKind) bool {
 }
 
 // objectKey identifies an object within the namespace across API versions.
+//
+// It is schema.GroupKind's String ("Deployment.apps", "ConfigMap"), a slash
+// and the name, built without parsing the whole GroupVersionKind: it is
+// called for every object several times per tick.
 func objectKey(u *unstructured.Unstructured) string {
-	return fmt.Sprintf("%s/%s", u.GroupVersionKind().GroupKind().String(), u.GetName())
+	group, _, found := strings.Cut(u.GetAPIVersion(), "/")
+	if !found {
+		group = "" // core: "v1"
+	}
+	if group == "" {
+		return u.GetKind() + "/" + u.GetName()
+	}
+	return u.GetKind() + "." + group + "/" + u.GetName()
 }
 
 // inventoryKind returns the inventory's entry for gk.

@@ -25,6 +25,7 @@ type Source interface {
 // every tick (cluster.Client, --observe=list) or a watch-fed cache
 // (reconcile/watch, --observe=watch). Both return objects with apiVersion
 // and kind set, in the version gvk names (or the server's preferred one).
+// The objects may be shared with a cache: the phases never modify them.
 type Live interface {
 	// List returns the objects of kind gvk in the namespace that match the
 	// label selector.

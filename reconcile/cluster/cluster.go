@@ -105,7 +105,7 @@ func (c *Client) List(ctx context.Context, gvk schema.GroupVersionKind, selector
 		return nil, err
 	}
 	var out []unstructured.Unstructured
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: 2000}
 	for {
 		l, err := ri.List(ctx, opts)
 		if err != nil {

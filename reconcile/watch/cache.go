@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -179,12 +178,13 @@ func (c *Cache) List(ctx context.Context, gvk schema.GroupVersionKind, selector 
 		}
 	}
 	slices.SortFunc(sorted, func(a, b named) int { return strings.Compare(a.name, b.name) })
-	apiVersion, kind := m.GroupVersionKind.GroupVersion().String(), m.GroupVersionKind.Kind
 	out := make([]unstructured.Unstructured, len(sorted))
 	for i, n := range sorted {
-		// A deep copy: the store's objects are shared and must not change.
-		out[i].Object = runtime.DeepCopyJSON(n.u.Object)
-		out[i].Object["apiVersion"], out[i].Object["kind"] = apiVersion, kind
+		// Not a copy: the store's objects are shared with the caller, who
+		// must not modify them (reconcile.Live says so). The informer
+		// replaces an object on every event, it never changes one, so
+		// what List returned stays as it was.
+		out[i].Object = n.u.Object
 	}
 	return out, nil
 }

@@ -44,7 +44,16 @@ func (c *Cache) start(key informerKey, m *meta.RESTMapping) *kindInformer {
 	k.inf = cache.NewSharedIndexInformerWithOptions(c.listWatch(k, ri), &unstructured.Unstructured{},
 		cache.SharedIndexInformerOptions{ObjectDescription: key.gvk.String()})
 	// Neither call can fail before Run.
-	_ = k.inf.SetTransform(transform(c.opts.Manager))
+	// The store's objects carry the apiVersion and kind asked for, set once
+	// here, so that List can hand them out without copying them.
+	trim := transform(c.opts.Manager)
+	apiVersion, kind := m.GroupVersionKind.GroupVersion().String(), m.GroupVersionKind.Kind
+	_ = k.inf.SetTransform(func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u.Object["apiVersion"], u.Object["kind"] = apiVersion, kind
+		}
+		return trim(obj)
+	})
 	_ = k.inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		k.mu.Lock()
 		k.lastErr = err
