@@ -33,8 +33,15 @@ var (
 	fleetObjects = envInt("RECOND_BENCH_FLEET_OBJECTS", 90)
 	// fleetInterval is each process's --interval: short, so that list mode
 	// ticks several times in the steady state and its cost shows.
-	fleetInterval = 30 * time.Second
+	fleetInterval = envDuration("RECOND_BENCH_FLEET_INTERVAL", 30*time.Second)
 )
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
@@ -61,7 +68,8 @@ type fleetRun struct {
 // TestFleet runs RECOND_BENCH_FLEET (default 20) `recond run` processes,
 // each holding its own namespace against its own repository, on one API
 // server, first with --observe=list and then with --observe=watch, and
-// measures the steady state (RECOND_BENCH_STEADY, default 2m): API requests
+// measures the steady state (RECOND_BENCH_STEADY, default 2m; also
+// RECOND_BENCH_FLEET_OBJECTS, _INTERVAL and _MODES=list,watch): API requests
 // per second (kube-apiserver's apiserver_request_total), kube-apiserver CPU
 // (/proc/<pid>/stat) and each recond's RSS. From it, what 1,000 namespaces
 // would cost on paper. Part of `make bench`, never of `make test`.
@@ -93,7 +101,11 @@ func TestFleet(t *testing.T) {
 	}
 
 	var runs []fleetRun
-	for _, mode := range []string{"list", "watch"} {
+	modes := []string{"list", "watch"}
+	if v := os.Getenv("RECOND_BENCH_FLEET_MODES"); v != "" {
+		modes = strings.Split(v, ",")
+	}
+	for _, mode := range modes {
 		r := fleet(t, cp, bin, kubeconfig, apiPID, mode, procs, steady)
 		t.Logf("%s: %d processes, %.1f requests/s (%v), kube-apiserver %.3f cores, recond RSS max %s mean %s (mean %s when the window began), VmHWM max %s",
 			mode, procs, r.ReqPerSec, r.ByVerb, r.APICPU, fmtMiB(r.RSSMax), fmtMiB(r.RSSMean), fmtMiB(r.RSSStart), fmtMiB(r.HWMMax))
@@ -153,6 +165,13 @@ func fleet(t *testing.T, cp *testenv.ControlPlane, bin, kubeconfig string, apiPI
 		}
 	}
 
+	// The first tick of the first process: the first sync.
+	for _, line := range strings.Split(ps[0].log.String(), "\n") {
+		if strings.Contains(line, `"msg":"tick"`) {
+			t.Logf("%s: first tick of namespace %s: %s", mode, ps[0].cmd.Args[5], line)
+			break
+		}
+	}
 	reqs0, err := apiserverRequests(ctx, cp)
 	if err != nil {
 		t.Fatal(err)

@@ -260,22 +260,39 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 // normalisation gap), remembered as equivalent and not written.
 func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Change) ([]diff.Change, error) {
 	opts := r.diffOptions()
+	// A create the server accepted in an earlier tick's dry run, unchanged
+	// in Git since, is not validated again: a first sync of thousands of
+	// objects that a tick timeout cut short goes on where it stopped.
+	var check []diff.Change
+	for _, c := range writes {
+		if c.Action != diff.Create || !r.validated.holds(c.Desired, r.equivalent) {
+			check = append(check, c)
+		}
+	}
 	// The dry runs are independent of each other: all of them, every wave,
 	// run in one bounded pool before the first write.
-	results, err := r.inWave(ctx, st, writes, func(ctx context.Context, c diff.Change) outcome {
+	results, err := r.inWave(ctx, st, check, func(ctx context.Context, c diff.Change) outcome {
 		out, err := r.kube.Apply(ctx, c.Desired, true)
 		return outcome{out: out, err: err}
 	})
+	for i, c := range check {
+		if results[i].ran && results[i].err == nil && c.Action == diff.Create {
+			r.validated.add(c.Desired, r.equivalent)
+		}
+	}
 	if errors.Is(err, errStopped) {
 		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("validate before writing (nothing written): %w", err)
 	}
+	out := make(map[*unstructured.Unstructured]*unstructured.Unstructured, len(check))
+	for i, c := range check {
+		out[c.Desired] = results[i].out
+	}
 	kept := writes[:0:0]
-	for i, c := range writes {
-		out := results[i].out
-		if c.Action == diff.Update && len(diff.Equivalent(out, c.Live, opts)) == 0 {
+	for _, c := range writes {
+		if c.Action == diff.Update && len(diff.Equivalent(out[c.Desired], c.Live, opts)) == 0 {
 			r.equivalent.remember(c.Desired, c.Live, verdictServer)
 			st.dropChange(c)
 			st.Equivalent = append(st.Equivalent, c.Kind+"/"+c.Name)
@@ -285,6 +302,30 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 		kept = append(kept, c)
 	}
 	return kept, nil
+}
+
+// validatedCreates remembers, by object and desired hash, the creates the
+// server accepted in a dry run. Safe for concurrent use.
+type validatedCreates struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (v *validatedCreates) add(desired *unstructured.Unstructured, e *equivalence) {
+	h := e.hashOf(desired)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[string]string{}
+	}
+	v.m[objectKey(desired)] = h
+}
+
+func (v *validatedCreates) holds(desired *unstructured.Unstructured, e *equivalence) bool {
+	h := e.hashOf(desired)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.m[objectKey(desired)] == h && h != ""
 }
 
 // nextInventory keeps every kind Git names, every kind of which this

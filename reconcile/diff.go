@@ -270,6 +270,13 @@ func (e *equivalence) hash(u *unstructured.Unstructured) string {
 	return h
 }
 
+// hashOf returns the (cached) hash of a desired object.
+func (e *equivalence) hashOf(u *unstructured.Unstructured) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hash(u)
+}
+
 // remember records that desired is equivalent to live, and how that is
 // known. Safe for concurrent use (apply writes in parallel).
 func (e *equivalence) remember(desired, live *unstructured.Unstructured, how verdict) {

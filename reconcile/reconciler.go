@@ -104,6 +104,8 @@ type Reconciler struct {
 	debounce debouncer
 	// heal follows drift seen by a watch to the write that restores it.
 	heal *healer
+	// validated are the creates an earlier dry run accepted.
+	validated validatedCreates
 }
 
 // renderCache is a decorated desired set and the revision it was rendered

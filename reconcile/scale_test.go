@@ -22,6 +22,7 @@ import (
 type requests struct {
 	ns         string
 	writeDelay time.Duration // added to every real (not dry-run) write
+	dryDelay   time.Duration // added to every dry run
 	mu         sync.Mutex
 	verbs      map[string]int // get, list, dryrun, apply, delete
 	events     []writeEvent   // real writes, in the order they started and ended
@@ -60,6 +61,9 @@ func (q *requests) config() *rest.Config {
 				q.events = append(q.events, writeEvent{resource: resource, name: name})
 			}
 			q.mu.Unlock()
+			if verb == "dryrun" {
+				time.Sleep(q.dryDelay)
+			}
 			if verb != "apply" {
 				return rt.RoundTrip(r)
 			}
@@ -256,5 +260,48 @@ func TestRejectedObjectInLaterWaveFailsBeforeAnyWrite(t *testing.T) {
 	}
 	if len(names) != 0 {
 		t.Errorf("ConfigMaps written although a later wave was rejected: %v", names)
+	}
+}
+
+// A first sync whose validating dry runs alone outlast a tick does not
+// start over at every tick: the dry runs that passed are remembered, the
+// next tick validates the rest and writes, and no object is validated twice.
+func TestFirstSyncValidationSurvivesTheTickTimeout(t *testing.T) {
+	const n = 300
+	h := newHarness(t)
+	h.cfg.ApplyConcurrency = 4
+	// 300 dry runs of 20 ms, 4 at a time: 1.5 s, more than the 1 s tick.
+	q := &requests{ns: h.ns, dryDelay: 20 * time.Millisecond}
+	h.rest = q.config()
+	h.repo.Commit("many", configMapFiles(n))
+	dryRuns := 0
+	var ticks []string
+	for i := 1; ; i++ {
+		if i > 8 {
+			t.Fatalf("not converged after %d ticks: %v", i-1, ticks)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		r := h.reconciler().Tick(ctx)
+		cancel()
+		verbs := q.take()
+		dryRuns += verbs["dryrun"]
+		ticks = append(ticks, fmt.Sprintf("%s created %d %v", r.Outcome, r.Counts.Created, verbs))
+		if r.Outcome == reconcile.OutcomeConverged {
+			break
+		}
+	}
+	t.Logf("ticks: %v", ticks)
+	if len(ticks) < 3 {
+		t.Errorf("converged in %d ticks: the dry runs did not outlast a tick, the test proves nothing", len(ticks))
+	}
+	if dryRuns > n+n/10 {
+		t.Errorf("%d dry runs for %d objects: validated again and again", dryRuns, n)
+	}
+	l, err := cp.Client.CoreV1().ConfigMaps(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "recond.dev/instance=recond"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != n {
+		t.Errorf("%d ConfigMaps owned, want %d", len(l.Items), n)
 	}
 }

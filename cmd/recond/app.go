@@ -94,7 +94,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		return nil, err
 	}
 	// client-go's default (5/s, burst 10) makes a first sync of a few hundred
-	// objects (a GET, a dry run and an apply each) outlast the tick timeout.
+	// objects (a dry run and an apply each) outlast the tick timeout.
 	cfg.QPS, cfg.Burst = float32(o.kubeQPS), o.kubeBurst
 	if tp.Enabled {
 		// Every client-go request becomes a span under the LIST, GET or
