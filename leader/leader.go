@@ -102,18 +102,24 @@ func Run(ctx context.Context, cfg Config, client coordinationv1.CoordinationV1In
 	defer stopWatch()
 
 	el, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            cfg.Lease,
-		LeaseDuration:   cfg.LeaseDuration,
-		RenewDeadline:   cfg.RenewDeadline,
-		RetryPeriod:     cfg.RetryPeriod,
-		ReleaseOnCancel: true,
+		Lock:          lock,
+		Name:          cfg.Lease,
+		LeaseDuration: cfg.LeaseDuration,
+		RenewDeadline: cfg.RenewDeadline,
+		RetryPeriod:   cfg.RetryPeriod,
+		// Released by Run itself once lead has returned: client-go's own
+		// release comes before the leading context is cancelled when the
+		// renewals fail, while writes may still be in flight.
+		ReleaseOnCancel: false,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				mu.Lock()
 				started = true
 				mu.Unlock()
 				defer close(finished)
+				if ctx.Err() != nil || electCtx.Err() != nil {
+					return // stopped while acquiring: lead nothing
+				}
 				log.Info("leading: holding the lease", "lease", cfg.Lease, "identity", cfg.Identity)
 				observe(State{Leading: true, Holder: cfg.Identity})
 				runCtx, cancel := context.WithCancel(lctx)
@@ -153,10 +159,32 @@ func Run(ctx context.Context, cfg Config, client coordinationv1.CoordinationV1In
 	}
 	<-finished
 	mu.Lock()
-	defer mu.Unlock()
-	if ctx.Err() == nil && !done {
+	lost := ctx.Err() == nil && !done
+	mu.Unlock()
+	if lost {
+		// Not released: the Lease is someone else's by now, or will be
+		// once it expires.
 		observe(State{Leading: false})
 		return fmt.Errorf("%w %s/%s: renewals failed for %s", ErrLost, cfg.Namespace, cfg.Lease, cfg.RenewDeadline)
 	}
+	release(lock, cfg, log)
 	return nil
+}
+
+// release gives the Lease up after a clean stop, so that a standby takes
+// over at once instead of after the lease duration: only if this process
+// still holds it.
+func release(lock *resourcelock.LeaseLock, cfg Config, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.RenewDeadline)
+	defer cancel()
+	rec, _, err := lock.Get(ctx)
+	if err != nil || rec == nil || rec.HolderIdentity != cfg.Identity {
+		return
+	}
+	now := metav1.NewTime(time.Now())
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+	}); err != nil {
+		log.Warn("could not release the lease; a standby takes over when it expires", "lease", cfg.Lease, "error", err)
+	}
 }

@@ -211,6 +211,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			// What the server made of the desired object is, by definition,
 			// what applying it gives.
 			r.equivalent.remember(c.Desired, o.out, verdictWritten)
+			r.validated.done(c.Desired)
 			owned[objectKey(c.Desired)] = true
 			if c.Action == diff.Create {
 				st.Counts.Created++
@@ -306,26 +307,49 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 
 // validatedCreates remembers, by object and desired hash, the creates the
 // server accepted in a dry run. Safe for concurrent use.
+// A dry run's verdict is trusted for validatedFor only: admission, quotas
+// and schemas change.
 type validatedCreates struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string]validation
 }
+
+type validation struct {
+	hash string
+	at   time.Time
+}
+
+const validatedFor = 10 * time.Minute
 
 func (v *validatedCreates) add(desired *unstructured.Unstructured, e *equivalence) {
 	h := e.hashOf(desired)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.m == nil {
-		v.m = map[string]string{}
+		v.m = map[string]validation{}
 	}
-	v.m[objectKey(desired)] = h
+	now := time.Now()
+	for k, old := range v.m { // forget the stale ones
+		if now.Sub(old.at) > validatedFor {
+			delete(v.m, k)
+		}
+	}
+	v.m[objectKey(desired)] = validation{hash: h, at: now}
 }
 
 func (v *validatedCreates) holds(desired *unstructured.Unstructured, e *equivalence) bool {
 	h := e.hashOf(desired)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.m[objectKey(desired)] == h && h != ""
+	got, ok := v.m[objectKey(desired)]
+	return ok && h != "" && got.hash == h && time.Since(got.at) <= validatedFor
+}
+
+// done forgets a create once written.
+func (v *validatedCreates) done(desired *unstructured.Unstructured) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, objectKey(desired))
 }
 
 // nextInventory keeps every kind Git names, every kind of which this

@@ -101,8 +101,15 @@ func (h *healer) healed(tickStart time.Time, ops []Operation, writesEnd time.Tim
 			h.objects[key] = s
 		}
 		now := h.now()
+		// Time is measured from the last heal or, when later, from the end
+		// of the back-off: a revert right after a back-off is still the
+		// same fight, and the time spent backing off is not quiet.
+		ref := s.lastHeal
+		if s.until.After(ref) {
+			ref = s.until
+		}
 		switch {
-		case !s.lastHeal.IsZero() && now.Sub(s.lastHeal) < fightWindow:
+		case !s.lastHeal.IsZero() && now.Sub(ref) < fightWindow:
 			if s.backoff == 0 {
 				s.backoff = initialBackoff
 			} else {
@@ -110,14 +117,16 @@ func (h *healer) healed(tickStart time.Time, ops []Operation, writesEnd time.Tim
 			}
 			s.until = now.Add(s.backoff)
 			heal.Fight, heal.Backoff = true, s.backoff
-		case now.Sub(s.lastHeal) > maxBackoff:
+		case now.Sub(ref) > maxBackoff:
 			s.backoff = 0 // a quiet while: forgive
 		}
 		s.lastHeal = now
 		heals = append(heals, heal)
 	}
 	for key, at := range h.seen {
-		if at.Before(tickStart) {
+		// A change to an object backing off is kept: the write when the
+		// back-off ends is its heal.
+		if s := h.objects[key]; at.Before(tickStart) && (s == nil || !h.now().Before(s.until)) {
 			delete(h.seen, key)
 		}
 	}

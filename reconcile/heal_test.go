@@ -56,8 +56,9 @@ func TestHealerLatencyAndFights(t *testing.T) {
 	if heals := h.healed(now, []Operation{{Kind: "Deployment", Name: "web", Action: diff.Update, Err: errors.New("x")}}, now); len(heals) != 0 {
 		t.Errorf("a failed write healed: %+v", heals)
 	}
-	// After a quiet while the back-off is forgiven.
-	now = now.Add(maxBackoff + time.Minute)
+	// After a quiet while (counted from the end of the back-off) the
+	// back-off is forgiven.
+	now = now.Add(2*maxBackoff + time.Minute)
 	if _, ok := h.backingOff("Deployment/web"); ok {
 		t.Fatal("still backing off after the back-off ended")
 	}

@@ -280,12 +280,11 @@ func (a *app) handler() http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		// A standby is ready: it is doing its job, which is to wait. It
 		// says so, and whom it waits for.
-		if s := a.role.Load(); s != nil && !s.Leading {
-			holder := s.Holder
-			if holder == "" {
-				holder = "unknown"
-			}
-			_, _ = fmt.Fprintf(w, "standby: lease %s held by %s\n", reconcile.LeaseName(a.opts.name), holder)
+		// (Before the first observation of the Lease the process is neither:
+		// it is not ready until it leads and a tick succeeded, or it knows
+		// whom it waits for.)
+		if s := a.role.Load(); s != nil && !s.Leading && s.Holder != "" {
+			_, _ = fmt.Fprintf(w, "standby: lease %s held by %s\n", reconcile.LeaseName(a.opts.name), s.Holder)
 			return
 		}
 		if !a.ready.Load() {

@@ -20,7 +20,10 @@ var (
 		"apiVersion", "kind", "metadata.name", "metadata.namespace",
 		"metadata.deletionTimestamp", "metadata.deletionGracePeriodSeconds",
 	}, serverMetadata...)
-	equivalentSkips = serverMetadata
+	// kubectl's copy of the applied object is not compared by Equivalent: a
+	// watch cache drops it from live objects, and it says nothing about
+	// what recond's apply changes.
+	equivalentSkips = append([]string{"metadata.annotations.kubectl.kubernetes.io/last-applied-configuration"}, serverMetadata...)
 )
 
 // walker walks two decoded objects and collects their differences.

@@ -151,8 +151,9 @@ func (c *Cache) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) 
 }
 
 // List returns the cached objects of kind gvk that match selector, in the
-// version gvk names (or the server's preferred one), sorted by name, as
-// deep copies. The first List of a (kind, selector) starts its informer and
+// version gvk names (or the server's preferred one), sorted by name. The
+// objects are the store's own, not copies: the caller must not modify them.
+// The first List of a (kind, selector) starts its informer and
 // waits, within ctx, for its first sync; later ones make no API request.
 func (c *Cache) List(ctx context.Context, gvk schema.GroupVersionKind, selector string) ([]unstructured.Unstructured, error) {
 	m, err := c.mapping(gvk)
