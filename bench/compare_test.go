@@ -425,18 +425,6 @@ func liveHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// procStatus reads a "kB" field of /proc/self/status, in bytes (0 where
-// there is no /proc).
-func procStatus(field string) uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
+// procStatus reads a "kB" field of this process's /proc status, in bytes
+// (0 where there is no /proc).
+func procStatus(field string) uint64 { return pidStatus(os.Getpid(), field) }

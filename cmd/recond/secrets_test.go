@@ -38,22 +38,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	})
-	var (
-		mu   sync.Mutex
-		otlp bytes.Buffer
-	)
-	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		otlp.Write(b)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-	}))
-	defer collector.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "none")
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	spansSent := collectOTLP(t)
 
 	withCreds := strings.Replace(base, "http://", "http://deploy:"+password+"@", 1)
 	args := clusterArgs(t, withCreds)
@@ -88,9 +73,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	logs.WriteString(errOut)
 
-	mu.Lock()
-	spans := otlp.String()
-	mu.Unlock()
+	spans := spansSent()
 	// The checks below can only fail if there is something to search.
 	if !strings.Contains(spans, "recond.tick") || !strings.Contains(spans, "recond.read") {
 		t.Fatalf("the collector received no recond spans (%d bytes)", len(spans))
@@ -130,22 +113,7 @@ func TestSecretValuesNeverShown(t *testing.T) {
 	}
 	repo := testenv.NewRepo(t)
 	repo.Commit("secret", map[string]string{"secret.yaml": secret(first, first+"-t"), "cm.yaml": cmYAML})
-	var (
-		mu   sync.Mutex
-		otlp bytes.Buffer
-	)
-	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		otlp.Write(b)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-	}))
-	defer collector.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "none")
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	spansSent := collectOTLP(t)
 	args := clusterArgs(t, repo.URL())
 	var out bytes.Buffer
 
@@ -178,9 +146,7 @@ func TestSecretValuesNeverShown(t *testing.T) {
 	metricsBody := get(t, "http://"+r.addr+"/metrics")
 	r.stop()
 	out.WriteString(r.log.String())
-	mu.Lock()
-	spans := otlp.String()
-	mu.Unlock()
+	spans := spansSent()
 	if !strings.Contains(spans, "recond.tick") {
 		t.Fatalf("the collector received no recond spans (%d bytes)", len(spans))
 	}
@@ -195,5 +161,32 @@ func TestSecretValuesNeverShown(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// collectOTLP points recond's OTLP/HTTP exporter at a collector that keeps
+// every byte it receives, and returns what it received so far.
+func collectOTLP(t *testing.T) func() string {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		otlp bytes.Buffer
+	)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		otlp.Write(b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	t.Cleanup(collector.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "none")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return otlp.String()
 	}
 }
