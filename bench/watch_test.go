@@ -52,20 +52,13 @@ func newWatchLive(ctx context.Context, cfg *rest.Config, kube *cluster.Client, n
 	return w, c.Close, nil
 }
 
-// healDebounce is how long the loop waits after a watch event before its
-// tick, so that a burst of events costs one tick.
-const healDebounce = 100 * time.Millisecond
-
 // startHealing runs rec's loop with a 3-minute interval and ticks triggered
 // by live's events (an update by another manager, a delete), as recond run
 // --observe=watch does, and returns a function that stops the loop and
 // waits for it.
 func startHealing(ctx context.Context, rec *reconcile.Reconciler, live *watchLive) (stop func(), err error) {
 	live.mu.Lock()
-	live.onEvent = func(ev watch.Event) {
-		rec.Changed(ev.Kind, ev.Name, ev.At)
-		rec.TriggerAfter(reconcile.TriggerWatch, healDebounce)
-	}
+	live.onEvent = func(ev watch.Event) { rec.Noticed(ev.Kind, ev.Name, ev.Subresource, ev.At) }
 	live.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

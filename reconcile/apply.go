@@ -264,6 +264,7 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 	// A create the server accepted in an earlier tick's dry run, unchanged
 	// in Git since, is not validated again: a first sync of thousands of
 	// objects that a tick timeout cut short goes on where it stopped.
+	r.validated.expire()
 	var check []diff.Change
 	for _, c := range writes {
 		if c.Action != diff.Create || !r.validated.holds(c.Desired, r.equivalent) {
@@ -328,13 +329,19 @@ func (v *validatedCreates) add(desired *unstructured.Unstructured, e *equivalenc
 	if v.m == nil {
 		v.m = map[string]validation{}
 	}
-	now := time.Now()
-	for k, old := range v.m { // forget the stale ones
-		if now.Sub(old.at) > validatedFor {
+	v.m[objectKey(desired)] = validation{hash: h, at: time.Now()}
+}
+
+// expire forgets the verdicts older than validatedFor; once per validation,
+// not per object.
+func (v *validatedCreates) expire() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for k, old := range v.m {
+		if time.Since(old.at) > validatedFor {
 			delete(v.m, k)
 		}
 	}
-	v.m[objectKey(desired)] = validation{hash: h, at: now}
 }
 
 func (v *validatedCreates) holds(desired *unstructured.Unstructured, e *equivalence) bool {

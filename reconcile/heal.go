@@ -51,6 +51,23 @@ func (r *Reconciler) Changed(kind, name string, at time.Time) {
 	}
 }
 
+// HealDebounce is how long a change seen by a watch waits for more before
+// it asks for a tick: a burst (a rollout touching an object several times,
+// kubectl apply of many objects) costs one tick.
+const HealDebounce = 100 * time.Millisecond
+
+// Noticed is what a watch on owned objects calls for a change (or delete)
+// by someone else: remember it (heal latency) and ask for a tick after
+// HealDebounce. A write to the status subresource (a controller reporting)
+// is not drift and asks for nothing.
+func (r *Reconciler) Noticed(kind, name, subresource string, at time.Time) {
+	if subresource == "status" {
+		return
+	}
+	r.Changed(kind, name, at)
+	r.TriggerAfter(TriggerWatch, HealDebounce)
+}
+
 // backingOff reports whether self-heal writes to key are held back, and
 // until when.
 func (h *healer) backingOff(key string) (time.Time, bool) {

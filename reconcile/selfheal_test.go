@@ -35,13 +35,7 @@ func newWatched(t *testing.T, files map[string]string) *watched {
 	}
 	w := &watched{harness: h}
 	cache, err := watch.New(context.Background(), dynamic.NewForConfigOrDie(h.rest), kube, h.ns, watch.Options{
-		OnEvent: func(ev watch.Event) {
-			if ev.Subresource == "status" {
-				return
-			}
-			h.rec.Changed(ev.Kind, ev.Name, ev.At)
-			h.rec.TriggerAfter(reconcile.TriggerWatch, 100*time.Millisecond)
-		},
+		OnEvent: func(ev watch.Event) { h.rec.Noticed(ev.Kind, ev.Name, ev.Subresource, ev.At) },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -51,21 +51,8 @@ type app struct {
 	cache *watch.Cache
 }
 
-// healDebounce is how long a change seen by a watch waits for more before
-// it asks for a tick: a burst (a rollout touching an object several times,
-// kubectl apply of many objects) costs one tick.
-const healDebounce = 100 * time.Millisecond
-
-// changed hands a watch event on an owned object to the loop: remember it
-// (heal latency) and ask for a tick soon. A status update by a controller
-// is not drift and asks for nothing.
-func (a *app) changed(ev watch.Event) {
-	if ev.Subresource == "status" {
-		return
-	}
-	a.rec.Changed(ev.Kind, ev.Name, ev.At)
-	a.rec.TriggerAfter(reconcile.TriggerWatch, healDebounce)
-}
+// changed hands a watch event on an owned object to the loop.
+func (a *app) changed(ev watch.Event) { a.rec.Noticed(ev.Kind, ev.Name, ev.Subresource, ev.At) }
 
 // watchLive is the watch cache as the reconciler's Live, reporting what
 // observing cost.

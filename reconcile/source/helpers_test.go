@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"io"
 	"net/http"
 	"net/http/cgi"
@@ -44,6 +45,12 @@ func (r *testRepo) sig() *object.Signature {
 // everything and commits on the current branch. It returns the commit SHA.
 func (r *testRepo) commit(files map[string]string) string {
 	r.t.Helper()
+	return r.signedCommit(nil, files)
+}
+
+// signedCommit is commit signed with key (unsigned when nil).
+func (r *testRepo) signedCommit(key *openpgp.Entity, files map[string]string) string {
+	r.t.Helper()
 	for name, content := range files {
 		p := filepath.Join(r.dir, filepath.FromSlash(name))
 		if content == "" {
@@ -66,7 +73,7 @@ func (r *testRepo) commit(files map[string]string) string {
 	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
 		r.t.Fatal(err)
 	}
-	h, err := wt.Commit("commit", &git.CommitOptions{Author: r.sig(), AllowEmptyCommits: true})
+	h, err := wt.Commit("commit", &git.CommitOptions{Author: r.sig(), AllowEmptyCommits: true, SignKey: key})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -58,32 +58,6 @@ func writeKeys(t *testing.T, file string, keys ...*openpgp.Entity) string {
 	return writeFile(t, file, s)
 }
 
-// signedCommit is testRepo.commit signed with key (unsigned when nil).
-func (r *testRepo) signedCommit(key *openpgp.Entity, files map[string]string) string {
-	r.t.Helper()
-	for name, content := range files {
-		p := filepath.Join(r.dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			r.t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-	wt, err := r.repo.Worktree()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		r.t.Fatal(err)
-	}
-	h, err := wt.Commit("commit", &git.CommitOptions{Author: r.sig(), AllowEmptyCommits: true, SignKey: key})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return h.String()
-}
-
 // signedTag creates an annotated tag signed with key (unsigned when nil).
 func (r *testRepo) signedTag(name, sha string, key *openpgp.Entity) {
 	r.t.Helper()
