@@ -31,6 +31,14 @@ type Config struct {
 	ObserveSlowThreshold time.Duration
 	// For durations of each alert.
 	StalledFor, NotTickingFor, PhaseFailingFor, DriftFor, ObserveSlowFor, TargetMissingFor time.Duration
+	// DegradedFor is how long the instance must stay degraded (an object
+	// failed) before RecondDegraded fires: a shorter flap never does.
+	DegradedFor time.Duration
+	// RevisionNotHealthyFor is the for: of RecondRevisionNotHealthy. Its
+	// threshold is no constant but each instance's --health-timeout
+	// (recond_health_timeout_seconds), so the for: only rides out a missed
+	// scrape.
+	RevisionNotHealthyFor time.Duration
 	// Critical and Warning are the severity label values.
 	Critical, Warning string
 	// RunbookBase is the URL of docs/runbooks.md; each alert links to its
@@ -41,21 +49,23 @@ type Config struct {
 // Default is the configuration of the shipped rules.
 func Default() Config {
 	return Config{
-		StallIntervals:       3,
-		Selector:             `job="recond"`,
-		GroupBy:              []string{"namespace", "job"},
-		LookBack:             6 * time.Hour,
-		FailureWindow:        10 * time.Minute,
-		ObserveSlowThreshold: 5 * time.Second,
-		StalledFor:           5 * time.Minute,
-		NotTickingFor:        5 * time.Minute,
-		PhaseFailingFor:      15 * time.Minute,
-		DriftFor:             15 * time.Minute,
-		ObserveSlowFor:       15 * time.Minute,
-		TargetMissingFor:     5 * time.Minute,
-		Critical:             "critical",
-		Warning:              "warning",
-		RunbookBase:          "https://recond.dev/docs/runbooks",
+		StallIntervals:        3,
+		Selector:              `job="recond"`,
+		GroupBy:               []string{"namespace", "job"},
+		LookBack:              6 * time.Hour,
+		FailureWindow:         10 * time.Minute,
+		ObserveSlowThreshold:  5 * time.Second,
+		StalledFor:            5 * time.Minute,
+		NotTickingFor:         5 * time.Minute,
+		PhaseFailingFor:       15 * time.Minute,
+		DriftFor:              15 * time.Minute,
+		ObserveSlowFor:        15 * time.Minute,
+		TargetMissingFor:      5 * time.Minute,
+		DegradedFor:           10 * time.Minute,
+		RevisionNotHealthyFor: time.Minute,
+		Critical:              "critical",
+		Warning:               "warning",
+		RunbookBase:           "https://recond.dev/docs/runbooks",
 	}
 }
 
@@ -160,6 +170,37 @@ func Rules(cfg Config) (RuleFile, error) {
 				"summary": "Prometheus cannot scrape recond{{ with $labels.namespace }} in namespace {{ . }}{{ end }}.",
 				"description": "recond's metrics{{ with $labels.namespace }} in namespace {{ . }}{{ end }} have been missing for " + dur(cfg.TargetMissingFor) +
 					" (target down, or no target at all): nothing else about the loop can alert.",
+			},
+		},
+		{
+			Alert: "RecondDegraded",
+			Expr: fmt.Sprintf("max by (%s) (\n  recond_resources_health%s\n  and ignoring (health, status)\n  recond_health_status%s == 1\n)",
+				g.by, g.sel(`health="failed"`), g.sel(`status="degraded"`)),
+			For:    dur(cfg.DegradedFor),
+			Labels: map[string]string{"severity": cfg.Warning},
+			Annotations: map[string]string{
+				"summary": "Objects recond applied in namespace {{ $labels.namespace }} have failed for " + dur(cfg.DegradedFor) + ".",
+				"description": "recond ({{ $labels.job }}) has assessed namespace {{ $labels.namespace }} as degraded at every assessment for " +
+					dur(cfg.DegradedFor) + ": {{ $value }} of the objects it applied failed (a rollout past its progress deadline, " +
+					"a failed Job, an object in progress for longer than --health-timeout, or a failed health rule). " +
+					"Git equals the API server; what runs does not work. The Events with reason HealthDegraded name the objects.",
+			},
+		},
+		{
+			Alert: "RecondRevisionNotHealthy",
+			Expr: fmt.Sprintf(`max by (%s) (
+  (time() - (recond_revision_applied_timestamp_seconds%[2]s > 0))
+  > recond_health_timeout_seconds%[2]s
+  and
+  recond_revision_healthy_timestamp_seconds%[2]s == 0
+)`, g.by, g.sel()),
+			For:    dur(cfg.RevisionNotHealthyFor),
+			Labels: map[string]string{"severity": cfg.Warning},
+			Annotations: map[string]string{
+				"summary": "The revision recond applied in namespace {{ $labels.namespace }} has not become healthy within its health timeout.",
+				"description": "recond ({{ $labels.job }}) applied the current revision in namespace {{ $labels.namespace }} " +
+					"{{ $value | humanizeDuration }} ago, longer than its --health-timeout, and it has never been healthy since: " +
+					"its objects are still progressing, failed or of unknown health.",
 			},
 		},
 	}

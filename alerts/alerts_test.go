@@ -60,7 +60,7 @@ func TestRulesAreComplete(t *testing.T) {
 			t.Errorf("docs/runbooks.md has no section %q for %s", "## "+r.Alert, r.Annotations["runbook_url"])
 		}
 	}
-	want := "RecondReconcileStalled,RecondLoopNotTicking,RecondPhaseFailing,RecondDriftPersisting,RecondObserveSlow,RecondTargetMissing"
+	want := "RecondReconcileStalled,RecondLoopNotTicking,RecondPhaseFailing,RecondDriftPersisting,RecondObserveSlow,RecondTargetMissing,RecondDegraded,RecondRevisionNotHealthy"
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("alerts %s, want %s", got, want)
 	}
@@ -72,6 +72,8 @@ func TestConfigChangesTheRules(t *testing.T) {
 	cfg.Selector = `job="tenant-recond"`
 	cfg.StalledFor = 90 * time.Second
 	cfg.RunbookBase = "https://runbooks.example/recond"
+	cfg.DegradedFor = 25 * time.Minute
+	cfg.RevisionNotHealthyFor = 3 * time.Minute
 	b, err := YAML(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +84,11 @@ func TestConfigChangesTheRules(t *testing.T) {
 		"for: 1m30s",
 		"runbook_url: https://runbooks.example/recond#recondreconcilestalled",
 		"successfully in 5 intervals",
+		"for: 25m",
+		"for: 3m",
+		"have failed for 25m.",
+		`recond_resources_health{job="tenant-recond", health="failed"}`,
+		`> recond_health_timeout_seconds{job="tenant-recond"}`,
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("rules for 5 intervals lack %q", want)

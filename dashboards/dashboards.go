@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
@@ -15,6 +16,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+
+	"recond.dev/recond/alerts"
 )
 
 // File names and uids of the generated dashboards.
@@ -26,8 +29,8 @@ const (
 )
 
 // stallIntervals is the stall threshold of RecondReconcileStalled, in
-// intervals; it must match alerts.Default().StallIntervals.
-const stallIntervals = 3
+// intervals: the shipped rules'.
+var stallIntervals = alerts.Default().StallIntervals
 
 // ds is the data source of every panel and target: the ${datasource}
 // template variable.
@@ -83,6 +86,8 @@ func overview() *dashboard.DashboardBuilder {
 			Description("Prometheus's ALERTS series for the recond alerts that fire now, in every namespace.").
 			NoValue("none firing").
 			Span(8)).
+		WithPanel(healthTimelinePanel("Health by namespace", "namespace", `namespace=~"$namespace"`, "{{namespace}}").
+			Description("Each namespace's health at every assessment (the health phase after apply): healthy, progressing, unknown or degraded (an object failed); \"not assessed\" before the first assessment. RecondDegraded fires after a degraded spell that lasts its for: duration.")).
 		WithRow(dashboard.NewRowBuilder("Activity")).
 		WithPanel(timeseriesPanel("Ticks by outcome", "ops",
 			series(`sum by (namespace, outcome) (rate(recond_ticks_total{namespace=~"$namespace"}[$__rate_interval]))`, "{{namespace}} {{outcome}}"))).
@@ -95,6 +100,10 @@ func overview() *dashboard.DashboardBuilder {
 		WithPanel(timeseriesPanel("Managed objects", "none",
 			series(`max by (namespace) (recond_managed_resources{namespace=~"$namespace"})`, "{{namespace}}")).
 			Description("Objects recond owns.")).
+		WithPanel(timeseriesPanel("Unhealthy objects", "none",
+			series(`max by (namespace, health) (recond_resources_health{namespace=~"$namespace", health!="current"})`, "{{namespace}} {{health}}")).
+			Description(unhealthyDescription).
+			Span(24)).
 		WithRow(dashboard.NewRowBuilder("Versions")).
 		WithPanel(tablePanel("recond versions", []string{"Value"},
 			rows(`count by (namespace, version, goversion) (recond_build_info{namespace=~"$namespace"})`)).
@@ -116,6 +125,18 @@ func namespace() *dashboard.DashboardBuilder {
 			instant(`count(count by (revision) (count_over_time(recond_source_info{namespace="$namespace"}[$__range])))`, "revisions")).
 			Description("Distinct Git revisions read in the time range: 1 means no change. (changes() of recond_source_info is always 0: its value is always 1, the revision is a label.)").
 			Span(8)).
+		WithRow(dashboard.NewRowBuilder("Health")).
+		WithPanel(healthTimelinePanel("Instance health", "", `namespace="$namespace"`, "health").
+			Description("The instance's health at every assessment (the health phase after apply; the worst of its objects): healthy, progressing, unknown or degraded (an object failed); \"not assessed\" before the first assessment.")).
+		WithPanel(healthColors(timeseriesPanel("Objects by health", "none",
+			series(`max by (health) (recond_resources_health{namespace="$namespace"})`, "{{health}}")).
+			Description("Objects recond manages, by health at the last assessment: current, in_progress, failed, terminating, unknown."))).
+		WithPanel(statPanel("Unhealthy objects", "none", []dashboard.Threshold{step("green", nil), step("orange", cog.ToPtr(1.0))},
+			instant(`max by (health) (recond_resources_health{namespace="$namespace", health!="current"})`, "{{health}}")).
+			Description(unhealthyDescription).
+			OverrideByName("failed", []dashboard.DynamicConfigValue{{Id: "thresholds", Value: thresholds(step("green", nil), step("red", cog.ToPtr(1.0)))}}).
+			Height(8).
+			Span(12)).
 		WithRow(dashboard.NewRowBuilder("Latency")).
 		WithPanel(latencyPanel("Phase latency", "recond_phase_duration_seconds", "phase")).
 		WithPanel(latencyPanel("Tick duration", "recond_tick_duration_seconds", "")).
@@ -322,6 +343,69 @@ func timelinePanel(title string, q query) *statetimeline.PanelBuilder {
 		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeSingle).Sort(common.SortOrderNone)).
 		Height(6).
 		Span(24)
+}
+
+// unhealthyDescription explains the unhealthy objects panels, and where the
+// objects' names are.
+const unhealthyDescription = "Objects recond manages whose health at the last assessment is not current, by health (in_progress, failed, terminating, unknown). " +
+	"Object names are not metric labels, by design: labels come from closed sets, and a series per object would grow without bound. " +
+	"The objects are named in the Events with reason HealthDegraded (kubectl get events --field-selector reason=HealthDegraded -n NAMESPACE) " +
+	"and in the unhealthy field of the tick log line (kind/name, health and reason)."
+
+// healthCodes are the values of healthExpr, worst last, with their text and
+// color; 0 is an instance not assessed yet (every status 0).
+var healthCodes = []struct {
+	status, color string
+}{{"healthy", "green"}, {"progressing", "blue"}, {"unknown", "orange"}, {"degraded", "red"}}
+
+// healthExpr turns recond_health_status (1 for the current status, 0 for
+// the others) into one series per group whose value is the status's code
+// in healthCodes (1 healthy … 4 degraded, 0 not assessed), for a state
+// timeline. The max keeps the worst status when two processes overlap (a
+// rolling restart).
+func healthExpr(by, matchers string) string {
+	terms := make([]string, len(healthCodes))
+	for i, c := range healthCodes {
+		terms[i] = fmt.Sprintf(`%d * recond_health_status{%s, status="%s"}`, i+1, matchers, c.status)
+	}
+	agg := "max"
+	if by != "" {
+		agg = "max by (" + by + ")"
+	}
+	return agg + " (" + strings.Join(terms, " or ") + ")"
+}
+
+// healthTimelinePanel draws healthExpr as a state timeline, one row per
+// group (by; one row if empty), each state in its color.
+func healthTimelinePanel(title, by, matchers, legend string) *statetimeline.PanelBuilder {
+	options := map[string]dashboard.ValueMappingResult{
+		"0": {Text: cog.ToPtr("not assessed"), Color: cog.ToPtr("text"), Index: cog.ToPtr(int32(0))},
+	}
+	for i, c := range healthCodes {
+		options[fmt.Sprint(i+1)] = dashboard.ValueMappingResult{Text: cog.ToPtr(c.status), Color: cog.ToPtr(c.color), Index: cog.ToPtr(int32(i + 1))}
+	}
+	return statetimeline.NewPanelBuilder().
+		Title(title).
+		Datasource(ds).
+		Targets(targets([]query{series(healthExpr(by, matchers), legend)})).
+		ShowValue(common.VisibilityModeNever).
+		MergeValues(true).
+		Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{Type: dashboard.MappingTypeValueToText, Options: options}}}).
+		ColorScheme(dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdFixed).FixedColor("text")).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false).DisplayMode(common.LegendDisplayModeHidden).Placement(common.LegendPlacementBottom)).
+		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeSingle).Sort(common.SortOrderNone)).
+		Height(6).
+		Span(24)
+}
+
+// healthColors gives each object health's series its color.
+func healthColors(p *timeseries.PanelBuilder) *timeseries.PanelBuilder {
+	for _, c := range []struct{ health, color string }{
+		{"current", "green"}, {"in_progress", "blue"}, {"failed", "red"}, {"terminating", "purple"}, {"unknown", "orange"},
+	} {
+		p.OverrideByName(c.health, []dashboard.DynamicConfigValue{{Id: "color", Value: map[string]string{"mode": "fixed", "fixedColor": c.color}}})
+	}
+	return p
 }
 
 // column renders a table's value column (Grafana names them "Value #<refId>"

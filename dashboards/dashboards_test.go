@@ -241,7 +241,7 @@ func isVariable(r *jsonRef) bool {
 // What recond exports (docs/metrics.md), as scraped.
 var (
 	counters   = []string{"recond_ticks_total", "recond_phase_failures_total", "recond_resource_operations_total"}
-	gauges     = []string{"recond_last_tick_timestamp_seconds", "recond_last_success_timestamp_seconds", "recond_interval_seconds", "recond_managed_resources", "recond_drifted_resources", "recond_source_info", "recond_build_info"}
+	gauges     = []string{"recond_last_tick_timestamp_seconds", "recond_last_success_timestamp_seconds", "recond_interval_seconds", "recond_managed_resources", "recond_drifted_resources", "recond_source_info", "recond_build_info", "recond_resources_health", "recond_health_status"}
 	histograms = []string{"recond_tick_duration_seconds", "recond_phase_duration_seconds"}
 )
 
@@ -255,6 +255,7 @@ func TestMetricNames(t *testing.T) {
 		"ALERTS",
 		"recond_build_info",
 		"recond_drifted_resources",
+		"recond_health_status",
 		"recond_interval_seconds",
 		"recond_last_success_timestamp_seconds",
 		"recond_last_tick_timestamp_seconds",
@@ -262,6 +263,7 @@ func TestMetricNames(t *testing.T) {
 		"recond_phase_duration_seconds_bucket",
 		"recond_phase_failures_total",
 		"recond_resource_operations_total",
+		"recond_resources_health",
 		"recond_source_info",
 		"recond_tick_duration_seconds_bucket",
 		"recond_ticks_total",

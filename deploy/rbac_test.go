@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,12 +11,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
+	"recond.dev/recond/events"
 	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/leader"
 	"recond.dev/recond/reconcile"
@@ -203,14 +206,7 @@ spec:
 // (recond-leader-recond: create, get, renew, release) and nothing else on
 // Leases: not another instance's, not a list or a watch, not a delete.
 func TestLeaseRBACIsItsOwnLeaseOnly(t *testing.T) {
-	cp.Require(t)
-	ns := cp.Namespace(t)
-	admin := newKube(t, cp.Config)
-	if err := admin.apply(ofKinds(render(t, "base").Objects, "ServiceAccount", "Role", "RoleBinding"), ns, false); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := asServiceAccount(ns, "recond")
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	ns, cs := shippedServiceAccount(t)
 
 	// recond's own leader election, as the ServiceAccount: it leads, and
 	// releases the Lease when stopped.
@@ -264,4 +260,93 @@ func TestLeaseRBACIsItsOwnLeaseOnly(t *testing.T) {
 	forbidden("delete its own Lease", err)
 	_, err = cs.CoordinationV1().Leases(ns+"-elsewhere").Create(bg, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "recond-leader-recond"}}, metav1.CreateOptions{})
 	forbidden("create a Lease in another namespace", err)
+}
+
+// The shipped Role lets recond send its Events (create, and patch for a
+// repeated Event's series), through the same broadcaster recond uses, and
+// nothing else on Events: no read, list or delete, no core-group Events, no
+// other namespace.
+func TestEventsRBACIsCreateAndPatchOnly(t *testing.T) {
+	ns, cs := shippedServiceAccount(t)
+	bg := context.Background()
+	inv, err := cp.Client.CoreV1().ConfigMaps(ns).Create(bg, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "recond-inventory-recond"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := events.New(cs, events.Options{Namespace: ns, Instance: "recond"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invRef := reconcile.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: inv.Name, UID: inv.UID}
+	failed := func() *reconcile.Result {
+		return &reconcile.Result{Revision: "abc", Inventory: invRef, Phases: []reconcile.PhaseResult{{Phase: reconcile.PhaseRead,
+			Err: &reconcile.PhaseError{Phase: reconcile.PhaseRead, Reason: reconcile.ReasonUnavailable, Err: errors.New("down")}}}}
+	}
+	ok := &reconcile.Result{Revision: "abc", Inventory: invRef, Phases: []reconcile.PhaseResult{{Phase: reconcile.PhaseRead}}}
+	// TickFailed, Recovered, TickFailed again: the second TickFailed is the
+	// same Event, which the broadcaster counts in a series with a PATCH.
+	o.TickEnd(bg, failed())
+	time.Sleep(200 * time.Millisecond)
+	o.TickEnd(bg, ok)
+	o.TickEnd(bg, failed())
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		l, err := cp.Client.EventsV1().Events(ns).List(bg, metav1.ListOptions{FieldSelector: "reason=TickFailed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) == 1 && l.Items[0].Series != nil && l.Items[0].Series.Count == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("TickFailed Events as the ServiceAccount: %+v, want one with a series of 2 (create, then patch)", l.Items)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	if err := o.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+
+	forbidden := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: err = %v, want Forbidden", what, err)
+		}
+	}
+	_, err = cs.EventsV1().Events(ns).List(bg, metav1.ListOptions{})
+	forbidden("list Events", err)
+	l, err := cp.Client.EventsV1().Events(ns).List(bg, metav1.ListOptions{})
+	if err != nil || len(l.Items) == 0 {
+		t.Fatalf("no Event to try reading: %v", err)
+	}
+	_, err = cs.EventsV1().Events(ns).Get(bg, l.Items[0].Name, metav1.GetOptions{})
+	forbidden("get an Event", err)
+	err = cs.EventsV1().Events(ns).Delete(bg, l.Items[0].Name, metav1.DeleteOptions{})
+	forbidden("delete an Event", err)
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "x"}, EventTime: metav1.NowMicro(), Reason: "X", Action: "X",
+		Type: "Normal", ReportingController: events.ReportingController, ReportingInstance: "x",
+		Regarding: corev1.ObjectReference{Kind: "ConfigMap", Name: inv.Name, Namespace: ns}}
+	ev.Namespace = ns + "-elsewhere"
+	_, err = cs.EventsV1().Events(ev.Namespace).Create(bg, ev, metav1.CreateOptions{})
+	forbidden("create an Event in another namespace", err)
+	_, err = cs.CoreV1().Events(ns).Create(bg, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "y", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Name: inv.Name, Namespace: ns}, Reason: "X"}, metav1.CreateOptions{})
+	forbidden("create a core-group Event", err)
+}
+
+// shippedServiceAccount applies deploy/base's ServiceAccount, Role and
+// RoleBinding in a namespace of its own and returns it, with a client that
+// acts as that ServiceAccount.
+func shippedServiceAccount(t *testing.T) (string, kubernetes.Interface) {
+	t.Helper()
+	cp.Require(t)
+	ns := cp.Namespace(t)
+	admin := newKube(t, cp.Config)
+	if err := admin.apply(ofKinds(render(t, "base").Objects, "ServiceAccount", "Role", "RoleBinding"), ns, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := asServiceAccount(ns, "recond")
+	return ns, kubernetes.NewForConfigOrDie(cfg)
 }

@@ -11,6 +11,7 @@ import (
 
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/health"
 )
 
 // Namespace prefixes every recond metric.
@@ -74,6 +75,24 @@ type Metrics struct {
 	observeSyncWait prometheus.Counter
 	// cacheAge is the age of the stalest watch cache at the last tick.
 	cacheAge prometheus.Gauge
+	// resourcesHealth is how many desired objects had each health
+	// (current, in_progress, failed, terminating, unknown) at the last
+	// health assessment.
+	resourcesHealth *prometheus.GaugeVec
+	// healthStatus is 1 for the instance's health at the last assessment
+	// (healthy, progressing, degraded, unknown) and 0 for the others; all 0
+	// before the first.
+	healthStatus *prometheus.GaugeVec
+	// revisionApplied is when the current revision was applied (the tick
+	// that recorded it ended), or, for a revision applied before this
+	// process started, when the first tick found it in place; 0 before.
+	revisionApplied prometheus.Gauge
+	// revisionHealthy is when the current revision first became healthy;
+	// 0 before, and 0 again as soon as another revision is applied.
+	revisionHealthy prometheus.Gauge
+	// healthTimeout is the configured --health-timeout, for alerts that
+	// scale with it.
+	healthTimeout prometheus.Gauge
 	// operations counts writes to the API by action (create, update,
 	// delete) and result (success, error).
 	operations *prometheus.CounterVec
@@ -85,13 +104,18 @@ type Metrics struct {
 
 	mu       sync.Mutex
 	revision string
-	now      func() time.Time
+	// applied is the revision revisionApplied is about; healthy whether it
+	// has been healthy since.
+	applied string
+	healthy bool
+	now     func() time.Time
 }
 
 // Options are the fixed facts the metrics report.
 type Options struct {
-	Interval time.Duration
-	Version  string
+	Interval      time.Duration
+	HealthTimeout time.Duration
+	Version       string
 }
 
 // New creates recond's metrics, registers them with reg and pre-initialises
@@ -166,6 +190,25 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "observe_cache_age_seconds",
 			Help: "Age of the stalest watch cache at the last tick: time since it last saw an event or a bookmark.",
 		}),
+		resourcesHealth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "resources_health", Help: "Desired objects by health at the last health assessment.",
+		}, []string{"health"}),
+		healthStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "health_status",
+			Help: "1 for the instance's health at the last assessment (the worst of its objects'), 0 for the others.",
+		}, []string{"status"}),
+		revisionApplied: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "revision_applied_timestamp_seconds",
+			Help: "Unix time the current revision was applied (or first found in place by this process); 0 before.",
+		}),
+		revisionHealthy: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "revision_healthy_timestamp_seconds",
+			Help: "Unix time the current revision first became fully healthy; 0 before, and again when a new revision is applied.",
+		}),
+		healthTimeout: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "health_timeout_seconds",
+			Help: "The configured --health-timeout: how long an object may stay in progress before it counts as failed.",
+		}),
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "resource_operations_total", Help: "Writes to the API server, by action and result.",
 		}, []string{"action", "result"}),
@@ -178,7 +221,8 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		now: time.Now,
 	}
 	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.lastTick, m.lastSuccess,
-		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge, m.operations, m.sourceInfo, m.buildInfo)
+		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge,
+		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.operations, m.sourceInfo, m.buildInfo)
 
 	for _, o := range reconcile.Outcomes {
 		m.ticks.WithLabelValues(string(o))
@@ -197,7 +241,17 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			m.operations.WithLabelValues(string(a), r)
 		}
 	}
+	for _, s := range health.Statuses {
+		m.resourcesHealth.WithLabelValues(string(s))
+	}
+	for _, s := range health.Instances {
+		m.healthStatus.WithLabelValues(string(s))
+	}
 	m.interval.Set(o.Interval.Seconds())
+	if o.HealthTimeout <= 0 {
+		o.HealthTimeout = reconcile.DefaultHealthTimeout
+	}
+	m.healthTimeout.Set(o.HealthTimeout.Seconds())
 	m.buildInfo.WithLabelValues(o.Version, runtime.Version()).Set(1)
 	return m
 }
@@ -269,9 +323,44 @@ func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 		m.setRevision(r.Revision)
 	}
 	end := float64(m.now().UnixNano()) / 1e9
+	m.recordHealth(r, ran[reconcile.PhaseApply], end)
 	m.lastTick.Set(end)
 	if r.Failure() == nil {
 		m.lastSuccess.Set(end)
+	}
+}
+
+// recordHealth records the health the tick found and the revision's
+// applied and healthy times. applied is whether the apply phase ran and
+// succeeded: then r.Revision is the revision in place.
+func (m *Metrics) recordHealth(r *reconcile.Result, applied bool, now float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if applied && !r.DryRun && r.Revision != m.applied {
+		m.applied = r.Revision
+		m.revisionApplied.Set(now)
+		m.revisionHealthy.Set(0)
+		m.healthy = false
+	}
+	h := r.Health
+	if h == nil {
+		return
+	}
+	for _, s := range health.Statuses {
+		m.resourcesHealth.WithLabelValues(string(s)).Set(float64(h.Counts[s]))
+	}
+	for _, s := range health.Instances {
+		v := 0.0
+		if s == h.Status {
+			v = 1
+		}
+		m.healthStatus.WithLabelValues(string(s)).Set(v)
+	}
+	if h.Status == health.Healthy && m.applied != "" && r.Revision == m.applied {
+		if !m.healthy {
+			m.healthy = true
+			m.revisionHealthy.Set(now)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/health"
 )
 
 // script feeds a Result through the observer the way a tick does.
@@ -74,8 +75,8 @@ recond_resource_operations_total{action="update",result="success"} 0
 		"recond_ticks_total", "recond_resource_operations_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(reg, "recond_phase_failures_total"); n != 4*8 {
-		t.Errorf("recond_phase_failures_total has %d series, want 32 (4 phases x 8 reasons)", n)
+	if n := testutil.CollectAndCount(reg, "recond_phase_failures_total"); n != 5*8 {
+		t.Errorf("recond_phase_failures_total has %d series, want 40 (5 phases x 8 reasons)", n)
 	}
 	if n := testutil.CollectAndCount(reg, "recond_source_info"); n != 0 {
 		t.Errorf("recond_source_info has %d series before any read", n)
@@ -319,5 +320,93 @@ recond_leader 1
 	m.SetLeader(false)
 	if got := testutil.ToFloat64(m.leader); got != 0 {
 		t.Errorf("recond_leader %v as standby, want 0", got)
+	}
+}
+
+// TestHealthMetrics scripts a revision's life: applied while progressing,
+// healthy, degraded, a failed read (nothing assessed), a dry run, a new
+// revision. The healthy time is set once per revision and reset by the next.
+func TestHealthMetrics(t *testing.T) {
+	m, reg, now := newTest(t)
+	ctx := context.Background()
+	start := *now
+	all := []reconcile.Phase{reconcile.PhaseRead, reconcile.PhaseObserve, reconcile.PhaseDiff, reconcile.PhaseApply, reconcile.PhaseHealth}
+	assessed := func(s health.Instance, counts map[health.Status]int) *reconcile.Health {
+		return &reconcile.Health{Status: s, Counts: counts}
+	}
+	type want struct {
+		status           health.Instance // the one series at 1; "" for none
+		applied, healthy float64         // seconds after start; -1 for 0
+		current, failed  int
+	}
+	steps := []struct {
+		name string
+		res  *reconcile.Result
+		want want
+	}{
+		{"applied, progressing", &reconcile.Result{Revision: "aaaa", Phases: okPhases(time.Millisecond, all...),
+			Health: assessed(health.Progressing, map[health.Status]int{health.Current: 1, health.InProgress: 1})},
+			want{health.Progressing, 0, -1, 1, 0}},
+		{"healthy", &reconcile.Result{Revision: "aaaa", Phases: okPhases(time.Millisecond, all...),
+			Health: assessed(health.Healthy, map[health.Status]int{health.Current: 2})},
+			want{health.Healthy, 0, 60, 2, 0}},
+		{"degraded: healthy time kept", &reconcile.Result{Revision: "aaaa", Phases: okPhases(time.Millisecond, all...),
+			Health: assessed(health.Degraded, map[health.Status]int{health.Current: 1, health.Failed: 1})},
+			want{health.Degraded, 0, 60, 1, 1}},
+		{"healthy again: first time kept", &reconcile.Result{Revision: "aaaa", Phases: okPhases(time.Millisecond, all...),
+			Health: assessed(health.Healthy, map[health.Status]int{health.Current: 2})},
+			want{health.Healthy, 0, 60, 2, 0}},
+		{"read failed: nothing assessed", &reconcile.Result{Outcome: reconcile.OutcomeFailed,
+			Phases: []reconcile.PhaseResult{{Phase: reconcile.PhaseRead, Err: &reconcile.PhaseError{Phase: reconcile.PhaseRead, Reason: reconcile.ReasonUnavailable, Err: errors.New("dial")}}}},
+			want{health.Healthy, 0, 60, 2, 0}},
+		{"dry run of a new revision: not applied", &reconcile.Result{Revision: "bbbb", DryRun: true, Phases: okPhases(time.Millisecond, all...),
+			Health: assessed(health.Healthy, map[health.Status]int{health.Current: 2})},
+			want{health.Healthy, 0, 60, 2, 0}},
+		{"apply of a new revision failed: not applied, health assessed", &reconcile.Result{Revision: "bbbb", Outcome: reconcile.OutcomeFailed,
+			Phases: append(okPhases(time.Millisecond, reconcile.PhaseRead, reconcile.PhaseObserve, reconcile.PhaseDiff),
+				reconcile.PhaseResult{Phase: reconcile.PhaseApply, Err: &reconcile.PhaseError{Phase: reconcile.PhaseApply, Reason: reconcile.ReasonInvalid, Err: errors.New("rejected")}},
+				reconcile.PhaseResult{Phase: reconcile.PhaseHealth}),
+			Health: assessed(health.InstanceUnknown, map[health.Status]int{health.Current: 1, health.Unknown: 1})},
+			want{health.InstanceUnknown, 0, 60, 1, 0}},
+		{"new revision applied: healthy reset", &reconcile.Result{Revision: "bbbb", Phases: okPhases(time.Millisecond, all...),
+			Health: assessed(health.Progressing, map[health.Status]int{health.Current: 1, health.InProgress: 1})},
+			want{health.Progressing, 420, -1, 1, 0}},
+	}
+	for i, s := range steps {
+		*now = start.Add(time.Duration(i) * time.Minute)
+		script(m, ctx, s.res)
+		at := func(sec float64) float64 {
+			if sec < 0 {
+				return 0
+			}
+			return float64(start.Unix()) + sec
+		}
+		if got := testutil.ToFloat64(m.revisionApplied); got != at(s.want.applied) {
+			t.Errorf("%s: applied timestamp %v, want %v", s.name, got, at(s.want.applied))
+		}
+		if got := testutil.ToFloat64(m.revisionHealthy); got != at(s.want.healthy) {
+			t.Errorf("%s: healthy timestamp %v, want %v", s.name, got, at(s.want.healthy))
+		}
+		for _, st := range health.Instances {
+			want := 0.0
+			if st == s.want.status {
+				want = 1
+			}
+			if got := testutil.ToFloat64(m.healthStatus.WithLabelValues(string(st))); got != want {
+				t.Errorf("%s: recond_health_status{status=%q} = %v, want %v", s.name, st, got, want)
+			}
+		}
+		if got := testutil.ToFloat64(m.resourcesHealth.WithLabelValues(string(health.Current))); got != float64(s.want.current) {
+			t.Errorf("%s: current objects %v, want %d", s.name, got, s.want.current)
+		}
+		if got := testutil.ToFloat64(m.resourcesHealth.WithLabelValues(string(health.Failed))); got != float64(s.want.failed) {
+			t.Errorf("%s: failed objects %v, want %d", s.name, got, s.want.failed)
+		}
+	}
+	if n := testutil.CollectAndCount(reg, "recond_resources_health"); n != len(health.Statuses) {
+		t.Errorf("recond_resources_health has %d series, want %d", n, len(health.Statuses))
+	}
+	if got := testutil.ToFloat64(m.healthTimeout); got != reconcile.DefaultHealthTimeout.Seconds() {
+		t.Errorf("recond_health_timeout_seconds = %v, want the default %v", got, reconcile.DefaultHealthTimeout.Seconds())
 	}
 }

@@ -203,11 +203,20 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 				continue
 			}
 			c := wave[i]
-			st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took})
+			op := Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took,
+				APIVersion: c.Desired.GetAPIVersion(), Fields: fieldPaths(c)}
+			switch {
+			case o.out != nil:
+				op.UID, op.ResourceVersion = o.out.GetUID(), o.out.GetResourceVersion()
+			case c.Live != nil:
+				op.UID, op.ResourceVersion = c.Live.GetUID(), c.Live.GetResourceVersion()
+			}
+			st.Ops = append(st.Ops, op)
 			if o.err != nil {
 				continue
 			}
 			st.wrote = true
+			st.applied(c.Desired, o.out)
 			// What the server made of the desired object is, by definition,
 			// what applying it gives.
 			r.equivalent.remember(c.Desired, o.out, verdictWritten)
@@ -235,7 +244,8 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 				continue
 			}
 			c := wave[i]
-			st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: o.err, Duration: o.took})
+			st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: o.err, Duration: o.took,
+				APIVersion: c.Live.GetAPIVersion(), UID: c.Live.GetUID(), ResourceVersion: c.Live.GetResourceVersion()})
 			if o.err != nil {
 				continue
 			}
@@ -251,7 +261,35 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			return err
 		}
 	}
-	return r.saveInventory(ctx, nextInventory(st, owned))
+	if err := r.saveInventory(ctx, nextInventory(st, owned)); err != nil {
+		return err
+	}
+	st.RevisionApplied = inv.Revision != st.Revision
+	return nil
+}
+
+// fieldPaths are the paths of the fields an update changes.
+func fieldPaths(c diff.Change) []string {
+	if len(c.Fields) == 0 {
+		return nil
+	}
+	out := make([]string, len(c.Fields))
+	for i, f := range c.Fields {
+		out[i] = f.Path
+	}
+	return out
+}
+
+// applied records what the server made of a desired object this tick
+// wrote: the health phase reads it instead of the older live copy.
+func (st *State) applied(desired, out *unstructured.Unstructured) {
+	if out == nil {
+		return
+	}
+	if st.written == nil {
+		st.written = map[string]*unstructured.Unstructured{}
+	}
+	st.written[objectKey(desired)] = out
 }
 
 // validate dry-runs every object about to be written, so that one the
@@ -286,6 +324,15 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 		return nil, err
 	}
 	if err != nil {
+		for i, c := range check {
+			if o := results[i]; o.ran && o.err != nil {
+				op := Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took, APIVersion: c.Desired.GetAPIVersion()}
+				if c.Live != nil {
+					op.UID, op.ResourceVersion = c.Live.GetUID(), c.Live.GetResourceVersion()
+				}
+				st.Rejected = append(st.Rejected, op)
+			}
+		}
 		return nil, fmt.Errorf("validate before writing (nothing written): %w", err)
 	}
 	out := make(map[*unstructured.Unstructured]*unstructured.Unstructured, len(check))

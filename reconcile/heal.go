@@ -59,12 +59,12 @@ const HealDebounce = 100 * time.Millisecond
 // Noticed is what a watch on owned objects calls for a change (or delete)
 // by someone else: remember it (heal latency) and ask for a tick after
 // HealDebounce. A write to the status subresource (a controller reporting)
-// is not drift and asks for nothing.
+// is not drift, but it may change the object's health: it asks for a tick
+// too, so that health is as fresh as drift, without counting as a change.
 func (r *Reconciler) Noticed(kind, name, subresource string, at time.Time) {
-	if subresource == "status" {
-		return
+	if subresource != "status" {
+		r.Changed(kind, name, at)
 	}
-	r.Changed(kind, name, at)
 	r.TriggerAfter(TriggerWatch, HealDebounce)
 }
 

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // inventory is what an instance remembers across restarts, kept in a
@@ -19,6 +20,10 @@ import (
 type inventory struct {
 	Kinds    []schema.GroupVersionKind
 	Revision string
+	// UID and ResourceVersion are the ConfigMap's (empty until it exists);
+	// not compared.
+	UID             types.UID
+	ResourceVersion string
 }
 
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
@@ -59,6 +64,7 @@ func (r *Reconciler) loadInventory(ctx context.Context) (*inventory, error) {
 		if inv, err = parseInventory(cm); err != nil {
 			return nil, Invalid(fmt.Errorf("inventory ConfigMap %s: %w; fix or delete it (recond rebuilds it, but cannot prune kinds it forgot)", cm.GetName(), err))
 		}
+		inv.UID, inv.ResourceVersion = cm.GetUID(), cm.GetResourceVersion()
 	}
 	sortKinds(inv.Kinds)
 	r.inv = inv
@@ -114,9 +120,11 @@ func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory) error {
 		},
 		"data": map[string]any{"kinds": strings.Join(lines, "\n"), "revision": inv.Revision},
 	}}
-	if _, err := r.kube.Apply(ctx, cm, false); err != nil {
+	out, err := r.kube.Apply(ctx, cm, false)
+	if err != nil {
 		return fmt.Errorf("write inventory: %w", err)
 	}
+	inv.UID, inv.ResourceVersion = out.GetUID(), out.GetResourceVersion()
 	r.inv = inv
 	return nil
 }

@@ -72,6 +72,12 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	if r.Counts.Equivalent > 0 {
 		attrs = append(attrs, "server_equivalent", r.Counts.Equivalent)
 	}
+	if h := r.Health; h != nil {
+		attrs = append(attrs, "health_status", string(h.Status))
+		if bad := h.Unhealthy(); len(bad) > 0 {
+			attrs = append(attrs, "unhealthy", joinList(UnhealthyList(bad)))
+		}
+	}
 	if r.DryRun {
 		attrs = append(attrs, "dry_run", true)
 	}
@@ -81,4 +87,18 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 		return
 	}
 	o.Log.InfoContext(ctx, "tick", attrs...)
+}
+
+// UnhealthyList names unhealthy objects with their health and why:
+// "Deployment/web (failed: Progress deadline exceeded)".
+func UnhealthyList(objs []ObjectHealth) []string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		s := o.Ref.String() + " (" + string(o.Status)
+		if o.Message != "" {
+			s += ": " + o.Message
+		}
+		out = append(out, s+")")
+	}
+	return out
 }

@@ -1,14 +1,10 @@
 package reconcile_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"recond.dev/recond/reconcile"
 )
@@ -147,31 +143,5 @@ func TestCanonicalisedValuesConverge(t *testing.T) {
 // installWidgetCRD installs the Widget CRD and waits until it is served.
 func installWidgetCRD(t *testing.T, h *harness) {
 	t.Helper()
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(widgetCRDYAML), &m); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	crds := h.dyn.Resource(gvrCRD)
-	if _, err := crds.Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), "widgets.normalize.recond.dev", metav1.DeleteOptions{}) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		crd, err := crds.Get(ctx, "widgets.normalize.recond.dev", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, c := range conds {
-			if c := c.(map[string]any); c["type"] == "Established" && c["status"] == "True" {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CRD not established: %v", conds)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	installCRD(t, h, widgetCRDYAML, "widgets.normalize.recond.dev")
 }

@@ -11,6 +11,7 @@ import (
 
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/health"
 	"recond.dev/recond/reconcile/source"
 )
 
@@ -70,6 +71,13 @@ type Config struct {
 	// Live is where observe reads live objects; nil means the API server
 	// (a LIST per kind at every tick).
 	Live Live
+	// HealthRules are the per-kind CEL rules (--health-rules); nil: kstatus
+	// and recond's reading of custom resources only.
+	HealthRules *health.Rules
+	// HealthTimeout is how long an object may stay in progress after recond
+	// wrote it (or after it started progressing) before it counts as failed;
+	// 0 means DefaultHealthTimeout.
+	HealthTimeout time.Duration
 }
 
 // Observer is told about every tick and phase. Metrics, tracing and logs
@@ -106,6 +114,9 @@ type Reconciler struct {
 	heal *healer
 	// validated are the creates an earlier dry run accepted.
 	validated validatedCreates
+	// progress follows each desired object's health across ticks, for the
+	// progress deadline and for Since.
+	progress map[string]*progress
 }
 
 // renderCache is a decorated desired set and the revision it was rendered
@@ -156,4 +167,14 @@ type State struct {
 	// BackingOff are the drifted objects ("Kind/name") left alone this tick
 	// because another manager keeps changing them (a fight).
 	BackingOff []string
+	// Rejected are the writes the validating dry run refused.
+	Rejected []Operation
+	// RevisionApplied is set when apply recorded a new revision in full.
+	RevisionApplied bool
+	// Health is what the health phase found.
+	Health *Health
+
+	// written holds what the server returned for each object this tick
+	// wrote, by objectKey.
+	written map[string]*unstructured.Unstructured
 }

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/health"
 )
 
 // Phase names one step of a tick. The values are a contract: span names,
@@ -17,10 +20,11 @@ const (
 	PhaseObserve Phase = "observe"
 	PhaseDiff    Phase = "diff"
 	PhaseApply   Phase = "apply"
+	PhaseHealth  Phase = "health"
 )
 
 // Phases lists every phase in tick order.
-var Phases = []Phase{PhaseRead, PhaseObserve, PhaseDiff, PhaseApply}
+var Phases = []Phase{PhaseRead, PhaseObserve, PhaseDiff, PhaseApply, PhaseHealth}
 
 // Reason is the closed set of causes a failed phase is classified into.
 type Reason string
@@ -91,6 +95,62 @@ type Operation struct {
 	Action     diff.Action // Create, Update or Delete
 	Err        error       // nil when it succeeded
 	Duration   time.Duration
+	// APIVersion, UID and ResourceVersion complete the reference to the
+	// object (UID empty for a create that failed; the version written, or
+	// the live one when the write failed).
+	APIVersion      string
+	UID             types.UID
+	ResourceVersion string
+	// Fields are the paths of the fields an update changed (no values).
+	Fields []string
+}
+
+// Ref is the object the operation wrote.
+func (o Operation) Ref() ObjectRef {
+	return ObjectRef{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion}
+}
+
+// ObjectRef names one object of the namespace. ResourceVersion is the
+// version the reference is about (after a write, the written one), so that
+// two Events about two versions of an object are never folded into one
+// series.
+type ObjectRef struct {
+	APIVersion, Kind, Name string
+	UID                    types.UID
+	ResourceVersion        string
+}
+
+// String is "Kind/name".
+func (o ObjectRef) String() string { return o.Kind + "/" + o.Name }
+
+// ObjectHealth is the health of one object recond manages.
+type ObjectHealth struct {
+	Ref    ObjectRef
+	Status health.Status
+	// Message says why, for any status but current.
+	Message string
+	// Since is when this process first saw the object in Status.
+	Since time.Time
+}
+
+// Health is what the health phase found: every object of the desired set
+// that exists, in desired order, and the instance's health (the worst).
+type Health struct {
+	Status  health.Instance
+	Objects []ObjectHealth
+	// Counts are the objects per status.
+	Counts map[health.Status]int
+}
+
+// Unhealthy returns the objects that are not current.
+func (h *Health) Unhealthy() []ObjectHealth {
+	var out []ObjectHealth
+	for _, o := range h.Objects {
+		if o.Status != health.Current {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Counts are the object counts of a tick.
@@ -135,6 +195,17 @@ type Result struct {
 	// because another manager keeps changing them.
 	Heals      []Heal
 	BackingOff []string
+	// Rejected are the writes the validating dry run refused (nothing was
+	// written); Err says why.
+	Rejected []Operation
+	// Inventory is recond's inventory ConfigMap for the instance (UID
+	// empty before it was first written): instance Events are about it.
+	Inventory ObjectRef
+	// RevisionApplied is set when this tick recorded Revision as applied in
+	// full and it was not the revision applied before.
+	RevisionApplied bool
+	// Health is what the health phase found; nil when it did not run.
+	Health *Health
 }
 
 // Failure returns the error of the failed phase, or nil.

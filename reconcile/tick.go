@@ -10,13 +10,17 @@ import (
 type phaseFunc func(ctx context.Context, st *State) error
 
 // phase is one row of the tick: which phase, its function, whether `recond
-// diff` (Plan) runs it, and whether it finishes the object it is writing
-// when the loop is stopped instead of being cancelled at once.
+// diff` (Plan) runs it, whether it finishes the object it is writing when
+// the loop is stopped instead of being cancelled at once, and the earlier
+// phase it needs: a row with needs runs when that phase succeeded, even if
+// a later one failed; a row without runs only when every earlier phase
+// succeeded.
 type phase struct {
 	p        Phase
 	fn       phaseFunc
 	plan     bool
 	finishes bool
+	needs    Phase
 }
 
 // phases is the tick, in order.
@@ -26,10 +30,14 @@ func (r *Reconciler) phases() []phase {
 		{p: PhaseObserve, fn: r.observe, plan: true},
 		{p: PhaseDiff, fn: r.diff, plan: true},
 		{p: PhaseApply, fn: r.apply, finishes: true},
+		// Health is assessed whenever there are live objects to assess: a
+		// failed diff or apply does not make the running workloads' health
+		// unknowable.
+		{p: PhaseHealth, fn: r.assessHealth, needs: PhaseObserve},
 	}
 }
 
-// Tick runs one full tick: read, observe, diff, apply (a manual one).
+// Tick runs one full tick: read, observe, diff, apply, health (a manual one).
 func (r *Reconciler) Tick(ctx context.Context) *Result {
 	return r.tick(ctx, TriggerManual, false)
 }
@@ -55,8 +63,13 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	if costs {
 		before = lc.Cost()
 	}
+	succeeded := map[Phase]bool{}
+	failed := false
 	for _, ph := range r.phases() {
 		if planOnly && !ph.plan {
+			continue
+		}
+		if ph.needs != "" && !succeeded[ph.needs] || ph.needs == "" && failed {
 			continue
 		}
 		pctx := ctx
@@ -71,9 +84,8 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 				defer cancel()
 			}
 		}
-		if !r.runPhase(pctx, ph.p, ph.fn, st, res) {
-			break
-		}
+		ok := r.runPhase(pctx, ph.p, ph.fn, st, res)
+		succeeded[ph.p], failed = ok, failed || !ok
 	}
 	if !planOnly {
 		res.Heals = r.heal.healed(res.Start, st.Ops, time.Now())
@@ -92,6 +104,11 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	res.Revision, res.Fetched = st.Revision, st.Fetched
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
+	res.Rejected, res.RevisionApplied, res.Health = st.Rejected, st.RevisionApplied, st.Health
+	res.Inventory = ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: inventoryName(r.cfg.Name)}
+	if r.inv != nil {
+		res.Inventory.UID, res.Inventory.ResourceVersion = r.inv.UID, r.inv.ResourceVersion
+	}
 	res.Duration = time.Since(res.Start)
 	switch {
 	case res.Failure() != nil:

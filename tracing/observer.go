@@ -65,6 +65,16 @@ func (o *Observer) TickEnd(ctx context.Context, r *reconcile.Result) {
 		attribute.Int("recond.objects.terminating", r.Counts.Terminating),
 		attribute.Int("recond.objects.server_equivalent", r.Counts.Equivalent),
 	)
+	if h := r.Health; h != nil {
+		bad := h.Unhealthy()
+		span.SetAttributes(attribute.String("recond.health", string(h.Status)),
+			attribute.Int("recond.objects.unhealthy", len(bad)))
+		if len(bad) > 0 {
+			const most = 50
+			names := reconcile.UnhealthyList(bad[:min(len(bad), most)])
+			span.SetAttributes(attribute.StringSlice("recond.unhealthy", names))
+		}
+	}
 	if r.DryRun {
 		span.SetAttributes(attribute.Bool("recond.dry_run", true))
 	}

@@ -20,6 +20,7 @@ func printAlerts(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.RunbookBase, "runbook-base", cfg.RunbookBase, "URL of the runbooks page")
 	fs.DurationVar(&cfg.StalledFor, "stalled-for", cfg.StalledFor, "for: of RecondReconcileStalled")
 	fs.DurationVar(&cfg.PhaseFailingFor, "phase-failing-for", cfg.PhaseFailingFor, "for: of RecondPhaseFailing")
+	fs.DurationVar(&cfg.DegradedFor, "degraded-for", cfg.DegradedFor, "for: of RecondDegraded (how long the instance stays degraded before it fires)")
 	fs.DurationVar(&cfg.ObserveSlowThreshold, "observe-slow-threshold", cfg.ObserveSlowThreshold, "p95 of the observe phase above which RecondObserveSlow fires")
 	promRule := fs.Bool("prometheus-rule", false, "print a monitoring.coreos.com/v1 PrometheusRule instead of a rule file")
 	if err := fs.Parse(args); err != nil {

@@ -21,15 +21,18 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"golang.org/x/term"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"recond.dev/recond/events"
 	"recond.dev/recond/leader"
 	"recond.dev/recond/metrics"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/health"
 	"recond.dev/recond/reconcile/source"
 	"recond.dev/recond/reconcile/watch"
 	"recond.dev/recond/tracing"
@@ -49,6 +52,8 @@ type app struct {
 	role atomic.Pointer[leader.State]
 	// cache feeds observe with --observe=watch (nil with list).
 	cache *watch.Cache
+	// events sends Kubernetes Events (nil with --events=false).
+	events *events.Observer
 }
 
 // changed hands a watch event on an owned object to the loop.
@@ -83,6 +88,10 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	// client-go's default (5/s, burst 10) makes a first sync of a few hundred
 	// objects (a dry run and an apply each) outlast the tick timeout.
 	cfg.QPS, cfg.Burst = float32(o.kubeQPS), o.kubeBurst
+	// Events have a client and a rate limit of their own, so that a first
+	// sync's Events never take from the budget of its writes, and no span:
+	// they are sent after the tick's trace ended.
+	ecfg := events.ClientConfig(cfg)
 	if tp.Enabled {
 		// Every client-go request becomes a span under the LIST, GET or
 		// apply that made it.
@@ -111,14 +120,20 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	var rules *health.Rules
+	if o.healthRules != "" {
+		if rules, err = health.LoadRules(o.healthRules); err != nil {
+			return nil, fmt.Errorf("--health-rules: %w", err)
+		}
+	}
 	rcfg := reconcile.Config{
 		Namespace: o.namespace, Name: o.name, Path: o.path,
 		Prune: o.prune, SelfHeal: o.selfHeal, DryRun: o.dryRun, AllowEmpty: o.allowEmpty,
-		ApplyConcurrency: o.applyConcurrency,
+		ApplyConcurrency: o.applyConcurrency, HealthRules: rules, HealthTimeout: o.healthTimeout,
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.New(reg, metrics.Options{Interval: o.interval, Version: version})
+	m := metrics.New(reg, metrics.Options{Interval: o.interval, HealthTimeout: o.healthTimeout, Version: version})
 	// Tracing first, so that the metrics and logs of a phase see its span.
 	observers := []reconcile.Observer{m, reconcile.LogObserver{Log: log}}
 	if tp.Enabled {
@@ -129,6 +144,17 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		return nil, err
 	}
 	a := &app{opts: o, log: log, tracer: tp, reg: reg, metrics: m, coord: coord}
+	if o.events && !o.dryRun {
+		cs, err := kubernetes.NewForConfig(ecfg)
+		if err != nil {
+			return nil, err
+		}
+		if a.events, err = events.New(cs, events.Options{Namespace: o.namespace, Instance: o.name, ReportingInstance: os.Getenv("POD_NAME"), Log: log}); err != nil {
+			return nil, err
+		}
+		// Last, so that it sees the span of the tick (its trace id).
+		observers = append(observers, a.events)
+	}
 	if o.observe == "watch" {
 		dyn, err := dynamic.NewForConfig(cfg)
 		if err != nil {
@@ -144,7 +170,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	}
 	a.rec = reconcile.New(rcfg, src, kube, log, observers...)
 	log.Info("recond starting", "version", version, "repo", src.DisplayURL(), "ref", o.ref, "path", o.path,
-		"interval", o.interval.String(), "observe", o.observe, "prune", o.prune, "self_heal", o.selfHeal, "dry_run", o.dryRun)
+		"interval", o.interval.String(), "observe", o.observe, "health_timeout", o.healthTimeout.String(), "health_rules", o.healthRules != "", "prune", o.prune, "self_heal", o.selfHeal, "dry_run", o.dryRun)
 	return a, nil
 }
 
@@ -247,10 +273,15 @@ func (a *app) observeRole(s leader.State) {
 	a.metrics.SetLeader(s.Leading)
 }
 
-// flush exports the spans not yet sent.
+// flush sends the Events and exports the spans not yet sent.
 func (a *app) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if a.events != nil {
+		if err := a.events.Shutdown(ctx); err != nil {
+			a.log.Warn("send Events", "error", err)
+		}
+	}
 	if err := a.tracer.Shutdown(ctx); err != nil {
 		a.log.Warn("flush traces", "error", err)
 	}

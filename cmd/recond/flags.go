@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/source"
 )
 
@@ -38,6 +39,10 @@ type options struct {
 
 	observe          string
 	applyConcurrency int
+
+	healthTimeout time.Duration
+	healthRules   string
+	events        bool
 
 	leaderElect                                  bool
 	leaseDuration, renewDeadline, leaseRetryTime time.Duration
@@ -78,6 +83,11 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		fs.StringVar(&o.observe, "observe", "watch", "how live objects are observed: watch (caches fed by watches; a change by someone else triggers a tick at once) or list (a LIST per kind at every tick; for RBAC without watch)")
 	}
 	fs.IntVar(&o.applyConcurrency, "apply-concurrency", 8, "most writes (and validating dry runs) made at once within one dependency wave")
+	fs.DurationVar(&o.healthTimeout, "health-timeout", reconcile.DefaultHealthTimeout, "how long an object may stay in progress after recond applied it before its health is failed (reason \"progress deadline\")")
+	fs.StringVar(&o.healthRules, "health-rules", "", "YAML file of per-kind health rules (CEL expressions current, inProgress, failed), for kinds that do not follow kstatus conventions")
+	if cmd == "run" || cmd == "sync" {
+		fs.BoolVar(&o.events, "events", true, "send Kubernetes Events (events.k8s.io/v1) for each state transition: created, updated, pruned, apply failed, health degraded and recovered, revision applied and healthy, tick failed and recovered")
+	}
 	fs.Int64Var(&o.limits.MaxBytes, "render-max-bytes", source.DefaultLimits.MaxBytes, "most bytes a render may read from the commit, and most bytes it may produce")
 	fs.IntVar(&o.limits.MaxObjects, "render-max-objects", source.DefaultLimits.MaxObjects, "most objects a render may produce")
 	fs.Int64Var(&o.limits.MaxFileBytes, "render-max-file-bytes", source.DefaultLimits.MaxFileBytes, "largest file a render may read")
@@ -124,6 +134,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
 	case o.observe != "watch" && o.observe != "list":
 		return nil, fmt.Errorf("--observe must be watch or list, not %q", o.observe)
+	case o.healthTimeout <= 0:
+		return nil, errors.New("--health-timeout must be positive")
 	case o.applyConcurrency <= 0:
 		return nil, errors.New("--apply-concurrency must be positive")
 	case o.limits.MaxBytes <= 0 || o.limits.MaxObjects <= 0 || o.limits.MaxFileBytes <= 0 || o.limits.MaxDepth <= 0 || o.limits.MaxAliasExpansion <= 0:

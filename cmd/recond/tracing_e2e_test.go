@@ -69,7 +69,7 @@ func waitTraces(t *testing.T, j *testenv.Jaeger, service string, tags map[string
 	}
 }
 
-// complete reports whether every trace has its root and its four phases or
+// complete reports whether every trace has its root and its five phases or
 // its failed phase (spans arrive in batches, the root last or first).
 func complete(ts []testenv.Trace) bool {
 	for _, tr := range ts {
@@ -80,14 +80,14 @@ func complete(ts []testenv.Trace) bool {
 		failed := false
 		for _, s := range tr.Spans {
 			switch s.OperationName {
-			case "recond.read", "recond.observe", "recond.diff", "recond.apply":
+			case "recond.read", "recond.observe", "recond.diff", "recond.apply", "recond.health":
 				phases++
 				if _, ok := s.Tag("recond.failure.reason"); ok {
 					failed = true
 				}
 			}
 		}
-		if phases < 4 && !failed {
+		if phases < 5 && !failed {
 			return false
 		}
 	}
@@ -179,11 +179,15 @@ func TestTracesInJaeger(t *testing.T) {
 		tag(t, tt.root, "recond.objects.desired", "2")
 		tag(t, tt.root, "recond.objects.created", "2")
 		tag(t, tt.root, "recond.objects.pruned", "0")
+		// No controller runs: the Deployment recond created is in progress.
+		tag(t, tt.root, "recond.health", "progressing")
+		tag(t, tt.root, "recond.objects.unhealthy", "1")
+		tag(t, tt.child(t, tt.root, "recond.health"), "recond.objects.assessed", "2")
 		svc, res := ts[0].Resource()
 		if svc != service || res["service.version"] != "dev" || res["k8s.namespace.name"] != ns || res["k8s.pod.name"] != "recond-abc" {
 			t.Errorf("resource: service %q, tags %v", svc, res)
 		}
-		if got := strings.Join(tt.names(tt.root), ","); got != "recond.read,recond.observe,recond.diff,recond.apply" {
+		if got := strings.Join(tt.names(tt.root), ","); got != "recond.read,recond.observe,recond.diff,recond.apply,recond.health" {
 			t.Errorf("phases under the tick: %s", got)
 		}
 		read := tt.child(t, tt.root, "recond.read")
@@ -231,10 +235,10 @@ func TestTracesInJaeger(t *testing.T) {
 		}
 	})
 
-	t.Run("converged tick has all four phases", func(t *testing.T) {
+	t.Run("converged tick has all five phases", func(t *testing.T) {
 		ts := waitTraces(t, j, service, map[string]string{"recond.outcome": "converged"}, 1)
 		tt := newTree(t, ts[0])
-		if got := strings.Join(tt.names(tt.root), ","); got != "recond.read,recond.observe,recond.diff,recond.apply" {
+		if got := strings.Join(tt.names(tt.root), ","); got != "recond.read,recond.observe,recond.diff,recond.apply,recond.health" {
 			t.Errorf("phases under a converged tick: %s", got)
 		}
 		if n := len(tt.children[tt.child(t, tt.root, "recond.apply").SpanID]); n != 0 {

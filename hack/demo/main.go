@@ -15,14 +15,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -132,18 +135,31 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		_, err := tickLine(want)
 		return err
 	}
-	if err := waitTick("outcome=applied"); err != nil {
+	line, err := tickLine("outcome=applied")
+	if err != nil {
 		return err
 	}
+	fmt.Printf("health after the first sync: %s %s\n", field(line, "health_status"), field(line, "unhealthy"))
 	if err := waitTick("outcome=converged"); err != nil {
 		return err
 	}
+
+	say("health: this control plane runs no controllers, so the demo writes the status the Deployment controller would (rolled out)")
+	if err := rollout(ctx, cs, ns, "NewReplicaSetAvailable"); err != nil {
+		return err
+	}
+	line, err = tickLine("health_status=healthy")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("the status write asked for a tick (%s): health_status=healthy, outcome=%s (health is a second dimension)\n",
+		field(line, "trigger"), field(line, "outcome"))
 
 	say("drift: scaling Deployment/web to 5 replicas, as `kubectl scale` would")
 	if err := scale(ctx, cs, ns, 5); err != nil {
 		return err
 	}
-	line, err := tickLine("outcome=applied")
+	line, err = tickLine("outcome=applied")
 	if err != nil {
 		return err
 	}
@@ -179,6 +195,29 @@ func demo(recondBin, examples string, interval time.Duration) error {
 	fmt.Printf("recond.dev/revision: Deployment/web %s (changed), Service/web %s (unchanged object keeps its revision)\n",
 		d.Annotations["recond.dev/revision"][:12], svc.Annotations["recond.dev/revision"][:12])
 
+	say("health: the new image never rolls out; the Deployment controller reports ProgressDeadlineExceeded")
+	if err := rollout(ctx, cs, ns, "ProgressDeadlineExceeded"); err != nil {
+		return err
+	}
+	line, err = tickLine("health_status=degraded")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("health_status=degraded unhealthy=%s\n", field(line, "unhealthy"))
+	if err := printEvents(ctx, cs, ns, "HealthDegraded"); err != nil {
+		return err
+	}
+	say("health: fixed, the rollout completes")
+	if err := rollout(ctx, cs, ns, "NewReplicaSetAvailable"); err != nil {
+		return err
+	}
+	if err := waitTick("health_status=healthy"); err != nil {
+		return err
+	}
+	if err := printEvents(ctx, cs, ns, "HealthRecovered"); err != nil {
+		return err
+	}
+
 	say("new commit: service.yaml removed from Git")
 	sha, err = repo.remove("remove the service", "service.yaml")
 	if err != nil {
@@ -212,8 +251,118 @@ func demo(recondBin, examples string, interval time.Duration) error {
 	if err := waitTick("outcome=converged"); err != nil {
 		return err
 	}
-	say("done: recond created, healed, updated, pruned and refused a hostile commit; every later tick is converged")
+	say("Events: one per state transition (kubectl get events -n %s), none for a converged tick", ns)
+	// Settle: the last tick's Events are sent in the background.
+	if err := waitTick("outcome=converged"); err != nil {
+		return err
+	}
+	before, err := eventCounts(ctx, cs, ns)
+	if err != nil {
+		return err
+	}
+	if err := printEvents(ctx, cs, ns, ""); err != nil {
+		return err
+	}
+	for range 3 {
+		if err := waitTick("outcome=converged"); err != nil {
+			return err
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	after, err := eventCounts(ctx, cs, ns)
+	if err != nil {
+		return err
+	}
+	var news []string
+	for k, n := range after {
+		if n != before[k] {
+			news = append(news, fmt.Sprintf("%s (%d -> %d)", k, before[k], n))
+		}
+	}
+	fmt.Printf("3 more converged ticks: %d new Events %v\n", len(news), news)
+	say("done: recond created, healed, updated, pruned, assessed health and refused a hostile commit; every later tick is converged")
 	return nil
+}
+
+// field returns a key=value field of a text log line ("" when absent).
+func field(line, key string) string {
+	m := regexp.MustCompile(`(?:^|\s)` + regexp.QuoteMeta(key) + `=("(?:[^"\\]|\\.)*"|\S+)`).FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// rollout writes Deployment/web's status as its controller would: rolled
+// out ("NewReplicaSetAvailable") or stuck ("ProgressDeadlineExceeded").
+func rollout(ctx context.Context, cs kubernetes.Interface, ns, progress string) error {
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	n := *d.Spec.Replicas
+	progressing := corev1.ConditionTrue
+	if progress == "ProgressDeadlineExceeded" {
+		progressing = corev1.ConditionFalse
+	}
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+			{Type: appsv1.DeploymentProgressing, Status: progressing, Reason: progress, Message: `ReplicaSet "web" progress`},
+		},
+	}
+	_, err = cs.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
+	return err
+}
+
+// eventCounts counts the namespace's Events by name, a repeat counted in
+// its series.
+func eventCounts(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]int32, error) {
+	l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int32{}
+	for _, e := range l.Items {
+		n := int32(1)
+		if e.Series != nil {
+			n = e.Series.Count
+		}
+		out[e.Reason+" "+e.Regarding.Kind+"/"+e.Regarding.Name] += n
+	}
+	return out, nil
+}
+
+// printEvents prints the namespace's Events with reason (all when ""),
+// waiting a little for one: Events are sent in the background.
+func printEvents(ctx context.Context, cs kubernetes.Interface, ns, reason string) error {
+	opts := metav1.ListOptions{}
+	if reason != "" {
+		opts.FieldSelector = "reason=" + reason
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := cs.EventsV1().Events(ns).List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if len(l.Items) > 0 || time.Now().After(deadline) {
+			slices.SortFunc(l.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+			for _, e := range l.Items {
+				times := ""
+				if e.Series != nil {
+					times = fmt.Sprintf(" (x%d, the first shown)", e.Series.Count)
+				}
+				fmt.Printf("  Event %-8s %-16s %s/%s: %s%s\n", e.Type, e.Reason, e.Regarding.Kind, e.Regarding.Name, e.Note, times)
+			}
+			if len(l.Items) == 0 {
+				fmt.Printf("  no Event with reason %s\n", reason)
+			}
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func scale(ctx context.Context, cs kubernetes.Interface, ns string, n int32) error {

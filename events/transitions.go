@@ -1,0 +1,398 @@
+package events
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/health"
+)
+
+// The reasons of recond's Events. The values are a contract: users select
+// Events with `kubectl get events --field-selector reason=...`.
+const (
+	// ReasonCreated (Normal, on the object): recond created it.
+	ReasonCreated = "Created"
+	// ReasonUpdated (Normal, on the object): recond wrote it; the note names
+	// the changed fields, never their values.
+	ReasonUpdated = "Updated"
+	// ReasonPruned (Normal, on the object): recond deleted it, as it left Git.
+	ReasonPruned = "Pruned"
+	// ReasonApplyFailed (Warning, on the object): a write failed or the
+	// validating dry run refused it; once until a tick no longer fails it.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonHealthDegraded (Warning, on the object): its health became failed.
+	ReasonHealthDegraded = "HealthDegraded"
+	// ReasonHealthRecovered (Normal, on the object): it is current again
+	// after having failed.
+	ReasonHealthRecovered = "HealthRecovered"
+	// ReasonRevisionApplied (Normal, on the inventory): a revision was
+	// applied in full.
+	ReasonRevisionApplied = "RevisionApplied"
+	// ReasonRevisionHealthy (Normal, on the inventory): the instance became
+	// healthy after a revision was applied or after it was not.
+	ReasonRevisionHealthy = "RevisionHealthy"
+	// ReasonTickFailed (Warning, on the inventory): the first failed tick
+	// of a streak.
+	ReasonTickFailed = "TickFailed"
+	// ReasonRecovered (Normal, on the inventory): the first successful tick
+	// after a streak of failed ones.
+	ReasonRecovered = "Recovered"
+)
+
+// The actions of recond's Events (what recond was doing).
+const (
+	ActionApply     = "Apply"
+	ActionPrune     = "Prune"
+	ActionAssess    = "Assess"
+	ActionReconcile = "Reconcile"
+)
+
+// NoteLimit is the API server's limit on an Event's note, in bytes.
+const NoteLimit = 1024
+
+// DefaultMaxObjectEvents is how many Events about single objects one tick
+// records per reason when Options.MaxObjectEvents is 0.
+const DefaultMaxObjectEvents = 100
+
+// Intent is one Event recond means to record, about an object of the
+// instance's namespace.
+type Intent struct {
+	Regarding reconcile.ObjectRef
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type   string
+	Reason string
+	Action string
+	// Note is at most NoteLimit bytes.
+	Note string
+}
+
+// Transitions turns the Results of consecutive ticks into the Events of their
+// transitions: an unchanged tick yields none. It remembers what it
+// reported, so it is fed every tick of one process, in order; it is not
+// safe for concurrent use (ticks never overlap).
+type Transitions struct {
+	// Max is how many Events about single objects one tick records per
+	// reason (0: DefaultMaxObjectEvents); the rest become one summary on
+	// the inventory.
+	Max int
+	// Instance names the inventory (recond-inventory-<instance>) until a
+	// Result names it.
+	Instance string
+
+	// applyFailed are the objects ("Kind/name") an ApplyFailed Event was
+	// recorded for and no tick has applied since.
+	applyFailed map[string]bool
+	// degraded are the objects a HealthDegraded Event was recorded for and
+	// that were not current since.
+	degraded map[string]bool
+	// lastApplied is the revision known to be applied in full ("" before
+	// this process knows).
+	lastApplied string
+	// awaitHealthy: a revision was applied, or the instance was seen not
+	// healthy, since the last RevisionHealthy.
+	awaitHealthy bool
+	// failedTicks is the length of the current failure streak.
+	failedTicks int
+	streakStart time.Time
+	// inventory is the last inventory reference a Result named.
+	inventory reconcile.ObjectRef
+}
+
+// Next returns the Events that r, the Result of the tick after the last one
+// given, means: Events about objects first (at most Max per reason, then a
+// summary), then those about the instance.
+func (t *Transitions) Next(r *reconcile.Result) []Intent {
+	if t.applyFailed == nil {
+		t.applyFailed, t.degraded = map[string]bool{}, map[string]bool{}
+	}
+	if t.inventory.Name == "" {
+		t.inventory = reconcile.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: reconcile.InventoryPrefix + t.Instance}
+	}
+	if r.Inventory.Name != "" {
+		t.inventory = r.Inventory
+		if t.inventory.APIVersion == "" {
+			t.inventory.APIVersion = "v1"
+		}
+		if t.inventory.Kind == "" {
+			t.inventory.Kind = "ConfigMap"
+		}
+	}
+	var objects []Intent
+	objects = append(objects, t.writes(r)...)
+	objects = append(objects, t.health(r)...)
+	out := t.capped(objects)
+	return append(out, t.instance(r)...)
+}
+
+// writes are the Events of the apply phase's writes and refusals.
+func (t *Transitions) writes(r *reconcile.Result) []Intent {
+	var out []Intent
+	failed := map[string]bool{}
+	for _, op := range r.Rejected {
+		failed[op.Ref().String()] = true
+	}
+	for _, op := range r.Ops {
+		if op.Err != nil {
+			failed[op.Ref().String()] = true
+		}
+	}
+	fail := func(op reconcile.Operation, note string) {
+		key := op.Ref().String()
+		if t.applyFailed[key] {
+			return
+		}
+		t.applyFailed[key] = true
+		action := ActionApply
+		if op.Action == diff.Delete {
+			action = ActionPrune
+		}
+		out = append(out, t.about(op.Ref(), corev1.EventTypeWarning, ReasonApplyFailed, action, note))
+	}
+	for _, op := range r.Rejected {
+		fail(op, fmt.Sprintf("%s refused by the validating dry run: %s", op.Action, errorText(op)))
+	}
+	// Without RevisionApplied, the writes restored the revision applied
+	// before (drift) — unless some failed: then it may be a new revision
+	// applied in part, which only a known last applied revision tells.
+	drift := !r.RevisionApplied && r.Revision != "" &&
+		(t.lastApplied == r.Revision || (t.lastApplied == "" && len(failed) == 0))
+	for _, op := range r.Ops {
+		key := op.Ref().String()
+		if op.Err != nil {
+			fail(op, fmt.Sprintf("%s failed: %s", op.Action, errorText(op)))
+			continue
+		}
+		if failed[key] {
+			continue
+		}
+		delete(t.applyFailed, key)
+		if r.DryRun {
+			continue // nothing was written
+		}
+		switch op.Action {
+		case diff.Create:
+			out = append(out, t.about(op.Ref(), corev1.EventTypeNormal, ReasonCreated, ActionApply,
+				"created"+t.atRevision(r.Revision)))
+		case diff.Update:
+			note := "drift corrected"
+			if !drift {
+				note = "revision " + short(r.Revision) + " applied"
+			}
+			if len(op.Fields) > 0 {
+				note += ": " + strings.Join(op.Fields, ", ")
+			}
+			out = append(out, t.about(op.Ref(), corev1.EventTypeNormal, ReasonUpdated, ActionApply, note))
+		case diff.Delete:
+			delete(t.degraded, key)
+			out = append(out, t.about(op.Ref(), corev1.EventTypeNormal, ReasonPruned, ActionPrune,
+				"pruned: not in Git"+t.atRevision(r.Revision)))
+		}
+	}
+	// A tick whose apply phase ran without failing clears the objects it no
+	// longer fails: they are in Git's state, so a later failure is news.
+	for _, p := range r.Phases {
+		if p.Phase == reconcile.PhaseApply && p.Err == nil {
+			for key := range t.applyFailed {
+				if !failed[key] {
+					delete(t.applyFailed, key)
+				}
+			}
+		}
+	}
+	if r.Revision != "" && !r.DryRun && len(failed) == 0 && phaseRan(r, reconcile.PhaseApply) && t.lastApplied == "" {
+		// Every write succeeded and the revision was not newly applied: it
+		// was the one applied before.
+		t.lastApplied = r.Revision
+	}
+	return out
+}
+
+// health are the Events of the objects' health transitions.
+func (t *Transitions) health(r *reconcile.Result) []Intent {
+	if r.Health == nil {
+		return nil
+	}
+	var out []Intent
+	present := map[string]bool{}
+	for _, o := range r.Health.Objects {
+		key := o.Ref.String()
+		present[key] = true
+		switch {
+		case o.Status == health.Failed && !t.degraded[key]:
+			t.degraded[key] = true
+			note := o.Message
+			if note == "" {
+				note = string(health.Failed)
+			}
+			out = append(out, t.about(o.Ref, corev1.EventTypeWarning, ReasonHealthDegraded, ActionAssess, note))
+		case o.Status == health.Current && t.degraded[key]:
+			delete(t.degraded, key)
+			out = append(out, t.about(o.Ref, corev1.EventTypeNormal, ReasonHealthRecovered, ActionAssess,
+				"current again"+t.atRevision(r.Revision)))
+		}
+	}
+	for key := range t.degraded {
+		if !present[key] {
+			delete(t.degraded, key) // gone: if it comes back failed, that is news
+		}
+	}
+	return out
+}
+
+// instance are the Events about the instance, on its inventory.
+func (t *Transitions) instance(r *reconcile.Result) []Intent {
+	var out []Intent
+	if r.RevisionApplied && !r.DryRun && r.Revision != "" {
+		t.lastApplied = r.Revision
+		t.awaitHealthy = true
+		out = append(out, t.about(t.inventory, corev1.EventTypeNormal, ReasonRevisionApplied, ActionApply,
+			fmt.Sprintf("revision %s applied: %d created, %d updated, %d pruned",
+				short(r.Revision), r.Counts.Created, r.Counts.Updated, r.Counts.Pruned)))
+	}
+	if h := r.Health; h != nil {
+		if h.Status != health.Healthy {
+			t.awaitHealthy = true
+		} else if t.awaitHealthy {
+			t.awaitHealthy = false
+			out = append(out, t.about(t.inventory, corev1.EventTypeNormal, ReasonRevisionHealthy, ActionAssess,
+				fmt.Sprintf("revision %s healthy: %d objects current", short(r.Revision), h.Counts[health.Current])))
+		}
+	}
+	if f := r.Failure(); f != nil {
+		if t.failedTicks == 0 {
+			t.streakStart = r.Start
+			out = append(out, t.about(t.inventory, corev1.EventTypeWarning, ReasonTickFailed, ActionReconcile, f.Error()))
+		}
+		t.failedTicks++
+	} else if t.failedTicks > 0 {
+		note := fmt.Sprintf("tick succeeded after %d failed %s", t.failedTicks, plural(t.failedTicks, "tick", "ticks"))
+		if !t.streakStart.IsZero() {
+			note += " since " + t.streakStart.UTC().Format(time.RFC3339)
+		}
+		t.failedTicks = 0
+		out = append(out, t.about(t.inventory, corev1.EventTypeNormal, ReasonRecovered, ActionReconcile, note))
+	}
+	return out
+}
+
+// capped keeps the first Max Events of each reason and replaces the rest
+// with one summary per reason on the inventory, so that a first sync of
+// thousands of objects records at most a few hundred Events.
+func (t *Transitions) capped(evs []Intent) []Intent {
+	limit := t.Max
+	if limit <= 0 {
+		limit = DefaultMaxObjectEvents
+	}
+	count := map[string]int{}
+	var out []Intent
+	var summaries []Intent
+	for _, e := range evs {
+		count[e.Reason]++
+		switch n := count[e.Reason]; {
+		case n <= limit:
+			out = append(out, e)
+		case n == limit+1:
+			summaries = append(summaries, e) // its note is written below
+		}
+	}
+	for _, s := range summaries {
+		more := count[s.Reason] - limit
+		summary := t.about(t.inventory, s.Type, s.Reason, s.Action,
+			fmt.Sprintf("and %s more %s %s", thousands(more), plural(more, "object", "objects"), verbs[s.Reason]))
+		out = append(out, summary)
+	}
+	return out
+}
+
+// verbs say what happened to the objects a summary counts.
+var verbs = map[string]string{
+	ReasonCreated:         "created",
+	ReasonUpdated:         "updated",
+	ReasonPruned:          "pruned",
+	ReasonApplyFailed:     "failed to apply",
+	ReasonHealthDegraded:  "degraded",
+	ReasonHealthRecovered: "recovered",
+}
+
+// about is an Event regarding ref.
+func (t *Transitions) about(ref reconcile.ObjectRef, typ, reason, action, note string) Intent {
+	return Intent{Regarding: ref, Type: typ, Reason: reason, Action: action, Note: Truncate(note, NoteLimit)}
+}
+
+func (t *Transitions) atRevision(rev string) string {
+	if rev == "" {
+		return ""
+	}
+	return " at revision " + short(rev)
+}
+
+// errorText is the error of a failed write. A Secret's is reduced to the
+// API server's reason: an error message may quote the value it refused.
+func errorText(op reconcile.Operation) string {
+	if op.Err == nil {
+		return "unknown error"
+	}
+	if op.Kind == "Secret" {
+		return fmt.Sprintf("%s (details of a Secret are in recond's log only)", apierrors.ReasonForError(op.Err))
+	}
+	return op.Err.Error()
+}
+
+func phaseRan(r *reconcile.Result, p reconcile.Phase) bool {
+	for _, pr := range r.Phases {
+		if pr.Phase == p {
+			return true
+		}
+	}
+	return false
+}
+
+// short is a revision's first 7 characters.
+func short(rev string) string {
+	if len(rev) > 7 {
+		return rev[:7]
+	}
+	return rev
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// thousands formats n with commas: 2900 is "2,900".
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Truncate cuts s to at most limit bytes, on a rune boundary, ending with
+// "…" when it cut.
+func Truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const ellipsis = "…"
+	cut := limit - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}

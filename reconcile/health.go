@@ -1,0 +1,150 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/health"
+)
+
+// DefaultHealthTimeout is --health-timeout's default.
+const DefaultHealthTimeout = 5 * time.Minute
+
+// progress is what the health phase remembers of one object between ticks.
+type progress struct {
+	// raw is the assessment before the progress deadline.
+	raw health.Status
+	// status is the object's health at the last assessment (after the
+	// progress deadline), since when it has had it.
+	status health.Status
+	since  time.Time
+	// clock is when the progress deadline started counting: the last write
+	// by recond, or the start of the current in-progress stretch, whichever
+	// is later.
+	clock time.Time
+	// revision is the revision of recond's last write of the object ("" when
+	// this process has not written it).
+	revision string
+	// rv is the resourceVersion last assessed, assessed what Assess said
+	// of it (before the progress deadline).
+	rv       string
+	assessed health.Assessment
+}
+
+// assessHealth is the health phase: the health of every object of the
+// desired set that exists, from what this tick already holds (the objects
+// apply wrote, as the server returned them, else what observe saw). It never
+// calls the API server and never waits: a watch event on a status change
+// asks for the next tick, whose observe sees it.
+func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
+	now := time.Now()
+	timeout := r.cfg.HealthTimeout
+	if timeout <= 0 {
+		timeout = DefaultHealthTimeout
+	}
+	live := make(map[string]*unstructured.Unstructured, len(st.Live))
+	for _, l := range st.Live {
+		live[objectKey(l)] = l
+	}
+	pruned := map[string]bool{}
+	wrote := map[string]bool{}
+	for _, op := range st.Ops {
+		if op.Err != nil {
+			continue
+		}
+		k := opKey(op)
+		if op.Action == diff.Delete {
+			pruned[k] = true
+		} else {
+			wrote[k] = true
+		}
+	}
+	if r.progress == nil {
+		r.progress = map[string]*progress{}
+	}
+	seen := make(map[string]bool, len(st.Desired))
+	h := &Health{Counts: make(map[health.Status]int, len(health.Statuses))}
+	statuses := make([]health.Status, 0, len(st.Desired))
+	for _, d := range st.Desired {
+		k := objectKey(d)
+		obj := st.written[k]
+		if obj == nil {
+			obj = live[k]
+		}
+		if obj == nil || pruned[k] || seen[k] {
+			continue // not there (a create that failed or a dry run)
+		}
+		seen[k] = true
+		p := r.progress[k]
+		var a health.Assessment
+		if rv := obj.GetResourceVersion(); p != nil && rv != "" && rv == p.rv {
+			// Unchanged since the last assessment: a converged tick of
+			// thousands of objects costs a map lookup each.
+			a = p.assessed
+		} else {
+			a = health.Assess(obj, r.cfg.HealthRules)
+		}
+		if p == nil {
+			p = &progress{raw: a.Status, status: a.Status, since: now, clock: now}
+			r.progress[k] = p
+		}
+		p.rv, p.assessed = obj.GetResourceVersion(), a
+		if wrote[k] {
+			p.clock, p.revision = now, st.Revision
+		} else if a.Status == health.InProgress && p.raw != health.InProgress {
+			p.clock = now // a new stretch of progress
+		}
+		p.raw = a.Status
+		if a.Status == health.InProgress && now.Sub(p.clock) > timeout {
+			a = health.Assessment{Status: health.Failed, Message: p.deadlineMessage(timeout, now, a.Message)}
+		}
+		if a.Status != p.status {
+			p.status, p.since = a.Status, now
+		}
+		h.Objects = append(h.Objects, ObjectHealth{
+			Ref: ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID(),
+				ResourceVersion: obj.GetResourceVersion()},
+			Status: a.Status, Message: a.Message, Since: p.since,
+		})
+		h.Counts[a.Status]++
+		statuses = append(statuses, a.Status)
+	}
+	for k := range r.progress {
+		if !seen[k] {
+			delete(r.progress, k)
+		}
+	}
+	h.Status = health.Of(statuses)
+	st.Health = h
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("recond.health", string(h.Status)),
+		attribute.Int("recond.objects.assessed", len(h.Objects)),
+		attribute.Int("recond.objects.unhealthy", len(h.Objects)-h.Counts[health.Current]))
+	return nil
+}
+
+func (p *progress) deadlineMessage(timeout time.Duration, now time.Time, why string) string {
+	from := "first seen in progress"
+	if p.revision != "" {
+		from = "applied at revision " + shortSHA(p.revision)
+	}
+	msg := fmt.Sprintf("progress deadline: in progress for %s (--health-timeout %s) since %s", now.Sub(p.clock).Round(time.Second), timeout, from)
+	if why != "" {
+		msg += ": " + why
+	}
+	return msg
+}
+
+// opKey is objectKey for an operation.
+func opKey(op Operation) string {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(op.APIVersion)
+	u.SetKind(op.Kind)
+	u.SetName(op.Name)
+	return objectKey(u)
+}

@@ -1,0 +1,313 @@
+package reconcile_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/health"
+)
+
+const (
+	healthDeploymentYAML = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: registry.invalid/web:1
+`
+	healthConfigMapYAML = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  a: "1"
+`
+	gadgetCRDYAML = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.health.recond.dev
+spec:
+  group: health.recond.dev
+  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+	gadgetYAML = `apiVersion: health.recond.dev/v1
+kind: Gadget
+metadata:
+  name: g
+spec:
+  size: 3
+`
+)
+
+var gvrGadget = schema.GroupVersionResource{Group: "health.recond.dev", Version: "v1", Resource: "gadgets"}
+
+// objectHealth returns the health the tick found for kind/name.
+func objectHealth(t *testing.T, r *reconcile.Result, kind, name string) reconcile.ObjectHealth {
+	t.Helper()
+	if r.Health == nil {
+		t.Fatalf("the tick assessed no health (phases %+v, failure %v)", r.Phases, r.Failure())
+	}
+	for _, o := range r.Health.Objects {
+		if o.Ref.Kind == kind && o.Ref.Name == name {
+			return o
+		}
+	}
+	t.Fatalf("no health for %s/%s in %+v", kind, name, r.Health.Objects)
+	return reconcile.ObjectHealth{}
+}
+
+// wantHealth checks one object's health and the instance's.
+func wantHealth(t *testing.T, step string, r *reconcile.Result, kind, name string, obj health.Status, inst health.Instance) reconcile.ObjectHealth {
+	t.Helper()
+	o := objectHealth(t, r, kind, name)
+	if o.Status != obj || r.Health.Status != inst {
+		t.Fatalf("%s: %s/%s is %s (%s), instance %s; want %s, instance %s", step, kind, name, o.Status, o.Message, r.Health.Status, obj, inst)
+	}
+	return o
+}
+
+// writeStatus plays the controller: it replaces the status of a live object
+// through the status subresource.
+func (h *harness) writeStatus(gvr schema.GroupVersionResource, name string, status func(live *unstructured.Unstructured) map[string]any) {
+	h.t.Helper()
+	ctx := context.Background()
+	live, err := h.dyn.Resource(gvr).Namespace(h.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	live.Object["status"] = status(live)
+	if _, err := h.dyn.Resource(gvr).Namespace(h.ns).UpdateStatus(ctx, live, metav1.UpdateOptions{FieldManager: "test-controller"}); err != nil {
+		h.t.Fatalf("write status of %s: %v", name, err)
+	}
+}
+
+// deploymentStatus is what the Deployment controller writes: rolled out
+// (progress "NewReplicaSetAvailable") or stuck ("ProgressDeadlineExceeded").
+func deploymentStatus(progress string) func(*unstructured.Unstructured) map[string]any {
+	return func(live *unstructured.Unstructured) map[string]any {
+		progressing := "True"
+		if progress == "ProgressDeadlineExceeded" {
+			progressing = "False"
+		}
+		return map[string]any{
+			"observedGeneration": live.GetGeneration(),
+			"replicas":           int64(2), "updatedReplicas": int64(2), "readyReplicas": int64(2), "availableReplicas": int64(2),
+			"conditions": []any{
+				map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok"},
+				map[string]any{"type": "Progressing", "status": progressing, "reason": progress, "message": `ReplicaSet "web-1" progress`},
+			},
+		}
+	}
+}
+
+// TestDeploymentHealth follows a Deployment recond applied through its
+// controller's status: in progress until the status says the rollout is
+// done, failed at ProgressDeadlineExceeded, current again once fixed. The
+// tick outcome stays about Git against the API server: converged throughout.
+func TestDeploymentHealth(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit("web", map[string]string{"web.yaml": healthDeploymentYAML, "settings.yaml": healthConfigMapYAML})
+
+	r := h.mustTick(reconcile.OutcomeApplied)
+	wantHealth(t, "applied", r, "Deployment", "web", health.InProgress, health.Progressing)
+	wantHealth(t, "applied", r, "ConfigMap", "settings", health.Current, health.Progressing)
+	if r.Health.Counts[health.InProgress] != 1 || r.Health.Counts[health.Current] != 1 || len(r.Health.Objects) != 2 {
+		t.Fatalf("counts %v over %d objects, want 1 in progress and 1 current", r.Health.Counts, len(r.Health.Objects))
+	}
+	if d := r.PhaseDuration(reconcile.PhaseHealth); d <= 0 {
+		t.Fatalf("the health phase did not run: %+v", r.Phases)
+	}
+
+	h.writeStatus(gvrDeployment, "web", deploymentStatus("NewReplicaSetAvailable"))
+	r = h.mustTick(reconcile.OutcomeConverged)
+	wantHealth(t, "rolled out", r, "Deployment", "web", health.Current, health.Healthy)
+
+	h.writeStatus(gvrDeployment, "web", deploymentStatus("ProgressDeadlineExceeded"))
+	r = h.mustTick(reconcile.OutcomeConverged)
+	o := wantHealth(t, "deadline exceeded", r, "Deployment", "web", health.Failed, health.Degraded)
+	if !strings.Contains(strings.ToLower(o.Message), "deadline") {
+		t.Errorf("failed Deployment's message %q does not say why", o.Message)
+	}
+	if bad := r.Health.Unhealthy(); len(bad) != 1 || bad[0].Ref.Name != "web" {
+		t.Errorf("unhealthy = %+v, want only Deployment/web", bad)
+	}
+
+	h.writeStatus(gvrDeployment, "web", deploymentStatus("NewReplicaSetAvailable"))
+	r = h.mustTick(reconcile.OutcomeConverged)
+	wantHealth(t, "fixed", r, "Deployment", "web", health.Current, health.Healthy)
+}
+
+// TestProgressDeadline: an object that stays in progress longer than the
+// health timeout after recond applied it is failed; a new write of it starts
+// the clock again.
+func TestProgressDeadline(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.HealthTimeout = time.Second
+	h.repo.Commit("web", map[string]string{"web.yaml": healthDeploymentYAML})
+
+	r := h.mustTick(reconcile.OutcomeApplied)
+	wantHealth(t, "applied", r, "Deployment", "web", health.InProgress, health.Progressing)
+	time.Sleep(1500 * time.Millisecond)
+	r = h.mustTick(reconcile.OutcomeConverged)
+	o := wantHealth(t, "past the timeout", r, "Deployment", "web", health.Failed, health.Degraded)
+	if !strings.Contains(o.Message, "progress deadline") || !strings.Contains(o.Message, "applied at revision") {
+		t.Errorf("message %q does not name the progress deadline and the revision", o.Message)
+	}
+
+	h.repo.Commit("web 2", map[string]string{"web.yaml": strings.Replace(healthDeploymentYAML, "web:1", "web:2", 1)})
+	r = h.mustTick(reconcile.OutcomeApplied)
+	wantHealth(t, "written again", r, "Deployment", "web", health.InProgress, health.Progressing)
+}
+
+// TestCustomResourceHealth: a custom resource without status is unknown (not
+// healthy); a --health-rules rule reading status.phase decides it once the
+// controller writes a phase.
+func TestCustomResourceHealth(t *testing.T) {
+	h := newHarness(t)
+	installCRD(t, h, gadgetCRDYAML, "gadgets.health.recond.dev")
+	h.repo.Commit("gadget", map[string]string{"gadget.yaml": gadgetYAML, "settings.yaml": healthConfigMapYAML})
+
+	r := h.mustTick(reconcile.OutcomeApplied)
+	wantHealth(t, "no status", r, "Gadget", "g", health.Unknown, health.InstanceUnknown)
+
+	rules, err := health.ParseRules([]byte(`rules:
+- apiVersion: health.recond.dev/v1
+  kind: Gadget
+  current: 'status.phase == "Ready"'
+  failed: 'status.phase == "Failed"'
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cfg.HealthRules, h.rec = rules, nil
+	r = h.mustTick(reconcile.OutcomeConverged)
+	wantHealth(t, "rule, no status", r, "Gadget", "g", health.Unknown, health.InstanceUnknown)
+
+	phase := func(p string) func(*unstructured.Unstructured) map[string]any {
+		return func(*unstructured.Unstructured) map[string]any { return map[string]any{"phase": p} }
+	}
+	for _, step := range []struct {
+		phase string
+		obj   health.Status
+		inst  health.Instance
+	}{
+		{"Pending", health.InProgress, health.Progressing},
+		{"Ready", health.Current, health.Healthy},
+		{"Failed", health.Failed, health.Degraded},
+	} {
+		h.writeStatus(gvrGadget, "g", phase(step.phase))
+		r = h.mustTick(reconcile.OutcomeConverged)
+		wantHealth(t, "phase "+step.phase, r, "Gadget", "g", step.obj, step.inst)
+	}
+}
+
+// TestHealthWhenATickFails: health is assessed when a later phase fails
+// (the workloads still run), not when read fails (nothing to assess).
+func TestHealthWhenATickFails(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit("settings", map[string]string{"settings.yaml": healthConfigMapYAML})
+	h.mustTick(reconcile.OutcomeApplied)
+
+	// The server rejects the new object: apply fails, nothing is written,
+	// and the health of what runs is still known.
+	h.repo.Commit("bad", map[string]string{"settings.yaml": healthConfigMapYAML,
+		"bad.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: bad\nspec:\n  ports:\n  - port: 99999\n"})
+	r := h.mustTick(reconcile.OutcomeFailed)
+	if f := r.Failure(); f.Phase != reconcile.PhaseApply {
+		t.Fatalf("failed in %s, want apply: %v", f.Phase, f)
+	}
+	wantHealth(t, "apply failed", r, "ConfigMap", "settings", health.Current, health.Healthy)
+	if len(r.Health.Objects) != 1 {
+		t.Errorf("assessed %+v, want only the ConfigMap (the Service does not exist)", r.Health.Objects)
+	}
+	if len(r.Rejected) != 1 || r.Rejected[0].Name != "bad" || r.Rejected[0].Err == nil {
+		t.Errorf("rejected = %+v, want Service/bad with its error", r.Rejected)
+	}
+
+	h.repo.Commit("unreadable", map[string]string{"settings.yaml": "a: [\n"})
+	r = h.mustTick(reconcile.OutcomeFailed)
+	if r.Health != nil {
+		t.Errorf("a tick whose read failed assessed health: %+v", r.Health)
+	}
+}
+
+// installCRD creates a CRD from YAML and waits until it is established.
+func installCRD(t *testing.T, h *harness, crdYAML, name string) {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(crdYAML), &m); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	crds := h.dyn.Resource(gvrCRD)
+	if _, err := crds.Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create CRD: %v", err)
+	}
+	t.Cleanup(func() { _ = crds.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conds {
+			if c := c.(map[string]any); c["type"] == "Established" && c["status"] == "True" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CRD %s not established: %v", name, conds)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestStatusChangeAsksForATick: with a watch cache, a controller's status
+// write asks for a tick, so health is as fresh as drift (the interval here is
+// an hour); it is not drift, so nothing is written or counted as healed.
+func TestStatusChangeAsksForATick(t *testing.T) {
+	w := newWatched(t, map[string]string{"web.yaml": healthDeploymentYAML})
+	first := w.ticks()[0]
+	wantHealth(t, "applied", first, "Deployment", "web", health.InProgress, health.Progressing)
+
+	w.writeStatus(gvrDeployment, "web", deploymentStatus("NewReplicaSetAvailable"))
+	rs := w.waitFor(t, "a tick that sees the status", func(rs []*reconcile.Result) bool {
+		last := rs[len(rs)-1]
+		return last.Health != nil && last.Health.Status == health.Healthy
+	})
+	last := rs[len(rs)-1]
+	if last.Trigger != reconcile.TriggerWatch || len(last.Ops) != 0 || len(last.Heals) != 0 || last.Outcome != reconcile.OutcomeConverged {
+		t.Errorf("the status tick: trigger %s, ops %v, heals %v, outcome %s; want a converged watch tick that wrote nothing",
+			last.Trigger, last.Ops, last.Heals, last.Outcome)
+	}
+}
