@@ -77,6 +77,9 @@ type Options struct {
 	// per tick (0: DefaultMaxObjectEvents); the rest become one summary on
 	// the inventory.
 	MaxObjectEvents int
+	// Recorded, when set, is told of every Event handed to the recorder (the
+	// metrics count them by reason and type).
+	Recorded func(reason, typ string)
 }
 
 // Observer records the Events of each tick's transitions through
@@ -122,7 +125,7 @@ func New(client kubernetes.Interface, o Options) (*Observer, error) {
 	o.ReportingInstance = Truncate(o.ReportingInstance, reportingInstanceLimit)
 
 	sink := &trackingSink{EventSink: &clientevents.EventSinkImpl{Interface: client.EventsV1()},
-		reportingInstance: o.ReportingInstance, retrying: map[string]bool{}}
+		reportingInstance: o.ReportingInstance, retrying: map[string]time.Time{}}
 	b := clientevents.NewBroadcaster(sink)
 	// client-go logs through the context's logr: recond's slog.
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logr.FromSlogHandler(o.Log.Handler())))
@@ -174,6 +177,9 @@ func (o *Observer) TickEnd(ctx context.Context, r *reconcile.Result) {
 		ref := &corev1.ObjectReference{APIVersion: i.Regarding.APIVersion, Kind: i.Regarding.Kind,
 			Name: i.Regarding.Name, Namespace: o.opts.Namespace, UID: i.Regarding.UID, ResourceVersion: i.Regarding.ResourceVersion}
 		o.emitted.Add(1)
+		if o.opts.Recorded != nil {
+			o.opts.Recorded(i.Reason, i.Type)
+		}
 		if annotated {
 			rec.AnnotatedEventf(ref, nil, maps.Clone(ann), i.Type, i.Reason, i.Action, "%s", i.Note)
 		} else {
@@ -256,9 +262,13 @@ type trackingSink struct {
 
 	mu       sync.Mutex
 	inFlight int
-	last     time.Time       // when the last write started or ended
-	retrying map[string]bool // Events (by name) whose last write will be retried
+	last     time.Time            // when the last write started or ended
+	retrying map[string]time.Time // Events (by name) whose last write will be retried, since when
 }
+
+// retryFor is how long the broadcaster may go on retrying one Event (12
+// tries, about 10 s apart): an Event still failing after it was given up.
+const retryFor = 3 * time.Minute
 
 // Create implements clientevents.EventSink.
 func (s *trackingSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
@@ -295,7 +305,9 @@ func (s *trackingSink) end(name string, err error) {
 	var status apierrors.APIStatus
 	var construct *rest.RequestConstructionError
 	if err != nil && !errors.As(err, &status) && !errors.As(err, &construct) {
-		s.retrying[name] = true
+		if _, ok := s.retrying[name]; !ok {
+			s.retrying[name] = s.last
+		}
 	} else {
 		delete(s.retrying, name)
 	}
@@ -305,14 +317,26 @@ func (s *trackingSink) end(name string, err error) {
 func (s *trackingSink) idleFor() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.forgetGivenUp()
 	if s.inFlight > 0 || len(s.retrying) > 0 {
 		return 0
 	}
 	return time.Since(s.last)
 }
 
+// forgetGivenUp drops the Events the broadcaster has stopped retrying. The
+// caller holds s.mu.
+func (s *trackingSink) forgetGivenUp() {
+	for name, since := range s.retrying {
+		if time.Since(since) > retryFor {
+			delete(s.retrying, name)
+		}
+	}
+}
+
 func (s *trackingSink) busy() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.forgetGivenUp()
 	return s.inFlight + len(s.retrying)
 }

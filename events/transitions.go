@@ -47,6 +47,13 @@ const (
 	ReasonRecovered = "Recovered"
 )
 
+// Reasons lists every reason, so that labelled series can be
+// pre-initialised.
+var Reasons = []string{
+	ReasonCreated, ReasonUpdated, ReasonPruned, ReasonApplyFailed, ReasonHealthDegraded, ReasonHealthRecovered,
+	ReasonRevisionApplied, ReasonRevisionHealthy, ReasonTickFailed, ReasonRecovered,
+}
+
 // The actions of recond's Events (what recond was doing).
 const (
 	ActionApply     = "Apply"
@@ -97,8 +104,10 @@ type Transitions struct {
 	// this process knows).
 	lastApplied string
 	// awaitHealthy: a revision was applied, or the instance was seen not
-	// healthy, since the last RevisionHealthy.
+	// healthy at a revision not yet healthy, since the last RevisionHealthy;
+	// healthyAt is the revision last found or reported healthy.
 	awaitHealthy bool
+	healthyAt    string
 	// failedTicks is the length of the current failure streak.
 	failedTicks int
 	streakStart time.Time
@@ -137,15 +146,15 @@ func (t *Transitions) writes(r *reconcile.Result) []Intent {
 	var out []Intent
 	failed := map[string]bool{}
 	for _, op := range r.Rejected {
-		failed[op.Ref().String()] = true
+		failed[op.Ref().Key()] = true
 	}
 	for _, op := range r.Ops {
 		if op.Err != nil {
-			failed[op.Ref().String()] = true
+			failed[op.Ref().Key()] = true
 		}
 	}
 	fail := func(op reconcile.Operation, note string) {
-		key := op.Ref().String()
+		key := op.Ref().Key()
 		if t.applyFailed[key] {
 			return
 		}
@@ -165,7 +174,7 @@ func (t *Transitions) writes(r *reconcile.Result) []Intent {
 	drift := !r.RevisionApplied && r.Revision != "" &&
 		(t.lastApplied == r.Revision || (t.lastApplied == "" && len(failed) == 0))
 	for _, op := range r.Ops {
-		key := op.Ref().String()
+		key := op.Ref().Key()
 		if op.Err != nil {
 			fail(op, fmt.Sprintf("%s failed: %s", op.Action, errorText(op)))
 			continue
@@ -207,7 +216,7 @@ func (t *Transitions) writes(r *reconcile.Result) []Intent {
 			}
 		}
 	}
-	if r.Revision != "" && !r.DryRun && len(failed) == 0 && phaseRan(r, reconcile.PhaseApply) && t.lastApplied == "" {
+	if r.Revision != "" && !r.DryRun && len(failed) == 0 && phaseSucceeded(r, reconcile.PhaseApply) && t.lastApplied == "" {
 		// Every write succeeded and the revision was not newly applied: it
 		// was the one applied before.
 		t.lastApplied = r.Revision
@@ -223,7 +232,7 @@ func (t *Transitions) health(r *reconcile.Result) []Intent {
 	var out []Intent
 	present := map[string]bool{}
 	for _, o := range r.Health.Objects {
-		key := o.Ref.String()
+		key := o.Ref.Key()
 		present[key] = true
 		switch {
 		case o.Status == health.Failed && !t.degraded[key]:
@@ -258,18 +267,29 @@ func (t *Transitions) instance(r *reconcile.Result) []Intent {
 				short(r.Revision), r.Counts.Created, r.Counts.Updated, r.Counts.Pruned)))
 	}
 	if h := r.Health; h != nil {
-		if h.Status != health.Healthy {
-			t.awaitHealthy = true
-		} else if t.awaitHealthy {
-			t.awaitHealthy = false
+		inPlace := t.lastApplied != "" && r.Revision == t.lastApplied
+		switch {
+		case h.Status != health.Healthy:
+			// Once per revision: a revision that was healthy and degrades
+			// says so with HealthDegraded and HealthRecovered on the objects.
+			if t.healthyAt != t.lastApplied || t.lastApplied == "" {
+				t.awaitHealthy = true
+			}
+		case t.awaitHealthy && inPlace:
+			// Healthy at the revision in place; not when Git's newest
+			// revision failed to apply (what runs is then an older one, and
+			// the objects it failed to create were not assessed).
+			t.awaitHealthy, t.healthyAt = false, t.lastApplied
 			out = append(out, t.about(t.inventory, corev1.EventTypeNormal, ReasonRevisionHealthy, ActionAssess,
-				fmt.Sprintf("revision %s healthy: %d objects current", short(r.Revision), h.Counts[health.Current])))
+				fmt.Sprintf("revision %s healthy: %d objects current", short(t.lastApplied), h.Counts[health.Current])))
+		case !t.awaitHealthy && inPlace:
+			t.healthyAt = t.lastApplied // found healthy: a process that starts so stays silent
 		}
 	}
 	if f := r.Failure(); f != nil {
 		if t.failedTicks == 0 {
 			t.streakStart = r.Start
-			out = append(out, t.about(t.inventory, corev1.EventTypeWarning, ReasonTickFailed, ActionReconcile, f.Error()))
+			out = append(out, t.about(t.inventory, corev1.EventTypeWarning, ReasonTickFailed, ActionReconcile, failureText(r, f)))
 		}
 		t.failedTicks++
 	} else if t.failedTicks > 0 {
@@ -346,13 +366,34 @@ func errorText(op reconcile.Operation) string {
 	return op.Err.Error()
 }
 
-func phaseRan(r *reconcile.Result, p reconcile.Phase) bool {
+// phaseSucceeded reports whether phase p ran and succeeded.
+func phaseSucceeded(r *reconcile.Result, p reconcile.Phase) bool {
 	for _, pr := range r.Phases {
 		if pr.Phase == p {
-			return true
+			return pr.Err == nil
 		}
 	}
 	return false
+}
+
+// failureText is a failed tick's note: its phase, reason and error, but only
+// the reason when the tick touched a Secret, whose value the API server's
+// error may quote (the log has it all).
+func failureText(r *reconcile.Result, f *reconcile.PhaseError) string {
+	secret := false
+	for _, c := range r.Changes {
+		secret = secret || c.Kind == "Secret"
+	}
+	for _, ops := range [][]reconcile.Operation{r.Ops, r.Rejected} {
+		for _, op := range ops {
+			secret = secret || op.Kind == "Secret"
+		}
+	}
+	if secret && (f.Phase == reconcile.PhaseDiff || f.Phase == reconcile.PhaseApply) {
+		return fmt.Sprintf("%s failed (%s): %s (the tick wrote or compared a Secret: the error is in recond's log only)",
+			f.Phase, f.Reason, apierrors.ReasonForError(f.Err))
+	}
+	return f.Error()
 }
 
 // short is a revision's first 7 characters.

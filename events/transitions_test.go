@@ -101,9 +101,9 @@ func TestTransitions(t *testing.T) {
 			[]string{"Warning HealthDegraded Deployment/web"}, map[int]string{0: "msg failed"}},
 		{"still failed: nothing", tick("aaaa", ok(all...), healthOf(web(health.Failed), cm)), []string{}, nil},
 		{"on its way: nothing yet", tick("aaaa", ok(all...), healthOf(web(health.InProgress), cm)), []string{}, nil},
-		{"current: recovered, and the revision healthy again",
+		{"current: recovered (the revision was healthy before: no second RevisionHealthy)",
 			tick("aaaa", ok(all...), healthOf(web(health.Current), cm)),
-			[]string{"Normal HealthRecovered Deployment/web", "Normal RevisionHealthy ConfigMap/recond-inventory-recond"}, nil},
+			[]string{"Normal HealthRecovered Deployment/web"}, nil},
 		{"read failed: one Event for the streak", tick("", failedIn(reconcile.PhaseRead), nil),
 			[]string{"Warning TickFailed ConfigMap/recond-inventory-recond"}, map[int]string{0: "read failed (unavailable): connection refused"}},
 		{"read failed again: nothing", tick("", failedIn(reconcile.PhaseRead), nil), []string{}, nil},
@@ -302,7 +302,7 @@ func TestHealthTransitions(t *testing.T) {
 		{"current", web(health.Current), []string{"Normal HealthRecovered Deployment/web", "Normal RevisionHealthy ConfigMap/recond-inventory-recond"}},
 		{"current again", web(health.Current), []string{}},
 		{"failed", web(health.Failed), []string{"Warning HealthDegraded Deployment/web"}},
-		{"gone", healthOf(), []string{"Normal RevisionHealthy ConfigMap/recond-inventory-recond"}},
+		{"gone", healthOf(), []string{}},
 		{"back, failed", web(health.Failed), []string{"Warning HealthDegraded Deployment/web"}},
 	} {
 		if d := cmp.Diff(s.want, summary(tr.Next(tick("aaaa", ok(all...), s.h)))); d != "" {
@@ -327,6 +327,72 @@ func TestSecretErrorIsWithheld(t *testing.T) {
 	got = new(Transitions).Next(tick("aaaa", failedIn(reconcile.PhaseApply, reconcile.PhaseRead), nil, op(diff.Update, "ConfigMap", "c", err)))
 	if !strings.Contains(got[0].Note, "s3cret-value") {
 		t.Errorf("a ConfigMap's error is given in full, got %q", got[0].Note)
+	}
+
+	// The phase's error (what TickFailed reports) quotes the value too:
+	// a write refused by the dry run, and a write that failed.
+	for _, how := range []string{"rejected", "write"} {
+		r := tick("aaaa", []reconcile.PhaseResult{{Phase: reconcile.PhaseRead}, {Phase: reconcile.PhaseApply,
+			Err: &reconcile.PhaseError{Phase: reconcile.PhaseApply, Reason: reconcile.ReasonInvalid, Err: fmt.Errorf("apply Secret/creds: %w", err)}}}, nil)
+		if how == "rejected" {
+			r.Rejected = []reconcile.Operation{op(diff.Update, "Secret", "creds", err)}
+		} else {
+			r.Ops = []reconcile.Operation{op(diff.Update, "Secret", "creds", err)}
+		}
+		got := new(Transitions).Next(r)
+		if d := cmp.Diff([]string{"Warning ApplyFailed Secret/creds", "Warning TickFailed ConfigMap/recond-inventory-recond"}, summary(got)); d != "" {
+			t.Fatalf("%s: Events (-want +got):\n%s", how, d)
+		}
+		for _, e := range got {
+			if strings.Contains(e.Note, "s3cret-value") {
+				t.Errorf("%s: %s note %q shows the Secret's value", how, e.Reason, e.Note)
+			}
+		}
+		if !strings.Contains(got[1].Note, "apply failed (invalid): Invalid") {
+			t.Errorf("%s: TickFailed note %q, want phase, reason and the API's reason", how, got[1].Note)
+		}
+	}
+}
+
+// TestRevisionHealthyOnlyAtTheAppliedRevision: a new revision that fails to
+// apply leaves an older one running; that one being healthy is no news about
+// the new one.
+func TestRevisionHealthyOnlyAtTheAppliedRevision(t *testing.T) {
+	web := func(s health.Status) *reconcile.Health { return healthOf(obj("Deployment", "web", s, "")) }
+	var tr Transitions
+	steps := []struct {
+		name string
+		res  *reconcile.Result
+		want []string
+	}{
+		{"aaaa applied, progressing", applied(tick("aaaa", ok(all...), web(health.InProgress), op(diff.Create, "Deployment", "web", nil))),
+			[]string{"Normal Created Deployment/web", "Normal RevisionApplied ConfigMap/recond-inventory-recond"}},
+		{"bbbb fails to apply; aaaa's objects healthy",
+			tick("bbbb", append(failedIn(reconcile.PhaseApply, reconcile.PhaseRead, reconcile.PhaseObserve, reconcile.PhaseDiff), reconcile.PhaseResult{Phase: reconcile.PhaseHealth}),
+				web(health.Current), op(diff.Update, "Deployment", "web", errors.New("admission denied"))),
+			[]string{"Warning ApplyFailed Deployment/web", "Warning TickFailed ConfigMap/recond-inventory-recond"}},
+		{"bbbb applied, healthy", applied(tick("bbbb", ok(all...), web(health.Current), op(diff.Update, "Deployment", "web", nil, "spec.replicas"))),
+			[]string{"Normal Updated Deployment/web", "Normal RevisionApplied ConfigMap/recond-inventory-recond",
+				"Normal RevisionHealthy ConfigMap/recond-inventory-recond", "Normal Recovered ConfigMap/recond-inventory-recond"}},
+	}
+	for _, s := range steps {
+		if d := cmp.Diff(s.want, summary(tr.Next(s.res))); d != "" {
+			t.Errorf("%s: Events (-want +got):\n%s", s.name, d)
+		}
+	}
+}
+
+// TestObjectsOfTwoGroupsAreTwoObjects: a Widget of one group failing does
+// not hide a Widget of the same name in another group failing.
+func TestObjectsOfTwoGroupsAreTwoObjects(t *testing.T) {
+	a := reconcile.ObjectHealth{Ref: reconcile.ObjectRef{APIVersion: "a.example.com/v1", Kind: "Widget", Name: "w"}, Status: health.Failed}
+	b := a
+	b.Ref.APIVersion = "b.example.com/v1"
+	var tr Transitions
+	tr.Next(tick("aaaa", ok(all...), healthOf(a)))
+	got := tr.Next(tick("aaaa", ok(all...), healthOf(a, b)))
+	if d := cmp.Diff([]string{"Warning HealthDegraded Widget/w"}, summary(got)); d != "" || got[0].Regarding.APIVersion != "b.example.com/v1" {
+		t.Errorf("the second group's Widget failing (-want +got):\n%s %+v", d, got)
 	}
 }
 

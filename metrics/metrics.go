@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"recond.dev/recond/events"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
@@ -93,6 +94,9 @@ type Metrics struct {
 	// healthTimeout is the configured --health-timeout, for alerts that
 	// scale with it.
 	healthTimeout prometheus.Gauge
+	// events counts the Kubernetes Events recond recorded, by reason (the
+	// closed set of events.Reasons): one per state transition.
+	events *prometheus.CounterVec
 	// operations counts writes to the API by action (create, update,
 	// delete) and result (success, error).
 	operations *prometheus.CounterVec
@@ -209,6 +213,10 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "health_timeout_seconds",
 			Help: "The configured --health-timeout: how long an object may stay in progress before it counts as failed.",
 		}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "events_total",
+			Help: "Kubernetes Events recorded, by reason: one per state transition, none for an unchanged tick.",
+		}, []string{"reason"}),
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "resource_operations_total", Help: "Writes to the API server, by action and result.",
 		}, []string{"action", "result"}),
@@ -222,7 +230,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 	}
 	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.lastTick, m.lastSuccess,
 		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge,
-		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.operations, m.sourceInfo, m.buildInfo)
+		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.operations, m.sourceInfo, m.buildInfo)
 
 	for _, o := range reconcile.Outcomes {
 		m.ticks.WithLabelValues(string(o))
@@ -243,6 +251,9 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 	}
 	for _, s := range health.Statuses {
 		m.resourcesHealth.WithLabelValues(string(s))
+	}
+	for _, r := range events.Reasons {
+		m.events.WithLabelValues(r)
 	}
 	for _, s := range health.Instances {
 		m.healthStatus.WithLabelValues(string(s))
@@ -363,6 +374,9 @@ func (m *Metrics) recordHealth(r *reconcile.Result, applied bool, now float64) {
 		}
 	}
 }
+
+// EventRecorded counts an Event recond recorded (events.Options.Recorded).
+func (m *Metrics) EventRecorded(reason, _ string) { m.events.WithLabelValues(reason).Inc() }
 
 // SetLeader records whether this process leads its instance.
 func (m *Metrics) SetLeader(leading bool) {

@@ -56,11 +56,16 @@ func BenchmarkTick(b *testing.B) {
 				h.repo.Commit("set", set.files)
 				h.mustTick(reconcile.OutcomeApplied)
 				h.mustTick(reconcile.OutcomeConverged)
+				var assess time.Duration
 				for b.Loop() {
-					if r := h.tick(); r.Outcome != reconcile.OutcomeConverged {
+					r := h.tick()
+					if r.Outcome != reconcile.OutcomeConverged {
 						b.Fatalf("outcome %s: %v", r.Outcome, r.Failure())
 					}
+					assess += r.PhaseDuration(reconcile.PhaseHealth)
 				}
+				// What the health phase costs of a converged tick.
+				b.ReportMetric(float64(assess.Microseconds())/float64(b.N), "health-µs/op")
 			})
 		}
 	}

@@ -103,10 +103,7 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 // equivalent) is settled without comparing it again, so that a converged
 // tick costs O(changes). Server-equivalent ones are reported as such.
 func (r *Reconciler) unsettled(st *State) (desired, live []*unstructured.Unstructured) {
-	byKey := make(map[string]*unstructured.Unstructured, len(st.Live))
-	for _, l := range st.Live {
-		byKey[objectKey(l)] = l
-	}
+	byKey := st.liveByKey()
 	settled := map[string]bool{}
 	desired = make([]*unstructured.Unstructured, 0, len(st.Desired))
 	for _, d := range st.Desired {

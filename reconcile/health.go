@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
 )
@@ -48,10 +49,7 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 	if timeout <= 0 {
 		timeout = DefaultHealthTimeout
 	}
-	live := make(map[string]*unstructured.Unstructured, len(st.Live))
-	for _, l := range st.Live {
-		live[objectKey(l)] = l
-	}
+	live := st.liveByKey()
 	pruned := map[string]bool{}
 	wrote := map[string]bool{}
 	for _, op := range st.Ops {
@@ -92,6 +90,14 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 		}
 		if p == nil {
 			p = &progress{raw: a.Status, status: a.Status, since: now, clock: now}
+			if a.Status == health.InProgress {
+				// First seen (a new process, a new leader) while in
+				// progress: the clock runs from recond's last apply that
+				// changed it, as the object records it, not from now.
+				if at := appliedAt(obj); !at.IsZero() && at.Before(now) {
+					p.clock, p.revision = at, obj.GetAnnotations()[AnnotationRevision]
+				}
+			}
 			r.progress[k] = p
 		}
 		p.rv, p.assessed = obj.GetResourceVersion(), a
@@ -147,4 +153,33 @@ func opKey(op Operation) string {
 	u.SetKind(op.Kind)
 	u.SetName(op.Name)
 	return objectKey(u)
+}
+
+// liveByKey indexes st.Live by objectKey, once per tick (diff and health
+// both look objects up in it; observe is done with st.Live by then).
+func (st *State) liveByKey() map[string]*unstructured.Unstructured {
+	if st.byKey == nil {
+		st.byKey = make(map[string]*unstructured.Unstructured, len(st.Live))
+		for _, l := range st.Live {
+			st.byKey[objectKey(l)] = l
+		}
+	}
+	return st.byKey
+}
+
+// appliedAt is when recond's apply last changed obj: the time of its Apply
+// entry in managedFields (zero when it has none).
+func appliedAt(obj *unstructured.Unstructured) time.Time {
+	entries, _, _ := unstructured.NestedSlice(obj.Object, "metadata", "managedFields")
+	for _, e := range entries {
+		m, ok := e.(map[string]any)
+		if !ok || m["manager"] != cluster.FieldManager || m["operation"] != "Apply" || m["subresource"] != nil && m["subresource"] != "" {
+			continue
+		}
+		s, _ := m["time"].(string)
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
 }

@@ -183,6 +183,15 @@ func TestProgressDeadline(t *testing.T) {
 		t.Errorf("message %q does not name the progress deadline and the revision", o.Message)
 	}
 
+	// A new process (a restart, a new leader) does not start the clock
+	// again: it runs from recond's last apply, as the object records it.
+	h.rec = nil
+	r = h.mustTick(reconcile.OutcomeConverged)
+	o = wantHealth(t, "after a restart", r, "Deployment", "web", health.Failed, health.Degraded)
+	if !strings.Contains(o.Message, "applied at revision "+r.Revision[:12]) {
+		t.Errorf("after a restart: message %q does not name the revision applied", o.Message)
+	}
+
 	h.repo.Commit("web 2", map[string]string{"web.yaml": strings.Replace(healthDeploymentYAML, "web:1", "web:2", 1)})
 	r = h.mustTick(reconcile.OutcomeApplied)
 	wantHealth(t, "written again", r, "Deployment", "web", health.InProgress, health.Progressing)

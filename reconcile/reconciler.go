@@ -174,6 +174,8 @@ type State struct {
 	// Health is what the health phase found.
 	Health *Health
 
+	// byKey indexes Live (liveByKey).
+	byKey map[string]*unstructured.Unstructured
 	// written holds what the server returned for each object this tick
 	// wrote, by objectKey.
 	written map[string]*unstructured.Unstructured

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -86,6 +87,9 @@ type PhaseResult struct {
 	Phase    Phase
 	Duration time.Duration
 	Err      *PhaseError // nil when the phase succeeded
+	// Aside is set for a phase whose failure is not the tick's (health):
+	// Failure and the outcome ignore it; metrics, spans and logs do not.
+	Aside bool
 }
 
 // Operation is one write to the API server that the apply phase made (or
@@ -122,6 +126,16 @@ type ObjectRef struct {
 
 // String is "Kind/name".
 func (o ObjectRef) String() string { return o.Kind + "/" + o.Name }
+
+// Key tells objects apart across API groups: "Kind.group/name" ("Kind/name"
+// for the core group), whatever the version.
+func (o ObjectRef) Key() string {
+	group, _, found := strings.Cut(o.APIVersion, "/")
+	if !found || group == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "." + group + "/" + o.Name
+}
 
 // ObjectHealth is the health of one object recond manages.
 type ObjectHealth struct {
@@ -208,10 +222,11 @@ type Result struct {
 	Health *Health
 }
 
-// Failure returns the error of the failed phase, or nil.
+// Failure returns the error of the failed phase, or nil. A phase run aside
+// (health) never fails the tick.
 func (r *Result) Failure() *PhaseError {
 	for _, p := range r.Phases {
-		if p.Err != nil {
+		if p.Err != nil && !p.Aside {
 			return p.Err
 		}
 	}

@@ -21,6 +21,9 @@ type phase struct {
 	plan     bool
 	finishes bool
 	needs    Phase
+	// aside: its failure is counted, logged and spanned like any, but is not
+	// the tick's (PhaseResult.Aside).
+	aside bool
 }
 
 // phases is the tick, in order.
@@ -33,7 +36,9 @@ func (r *Reconciler) phases() []phase {
 		// Health is assessed whenever there are live objects to assess: a
 		// failed diff or apply does not make the running workloads' health
 		// unknowable.
-		{p: PhaseHealth, fn: r.assessHealth, needs: PhaseObserve},
+		// Its failure (a panic) does not fail the tick either: health is a
+		// second dimension, the outcome stays about Git and the API server.
+		{p: PhaseHealth, fn: r.assessHealth, needs: PhaseObserve, aside: true},
 	}
 }
 
@@ -84,8 +89,8 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 				defer cancel()
 			}
 		}
-		ok := r.runPhase(pctx, ph.p, ph.fn, st, res)
-		succeeded[ph.p], failed = ok, failed || !ok
+		ok := r.runPhase(pctx, ph, st, res)
+		succeeded[ph.p], failed = ok, failed || !ok && !ph.aside
 	}
 	if !planOnly {
 		res.Heals = r.heal.healed(res.Start, st.Ops, time.Now())
@@ -128,13 +133,14 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 
 // runPhase is the one wrapper every phase runs in: it tells the observers,
 // times the phase, recovers a panic, and classifies the error once.
-func (r *Reconciler) runPhase(ctx context.Context, p Phase, fn phaseFunc, st *State, res *Result) bool {
+func (r *Reconciler) runPhase(ctx context.Context, ph phase, st *State, res *Result) bool {
+	p := ph.p
 	for _, o := range r.observers {
 		ctx = o.PhaseStart(ctx, p)
 	}
 	start := time.Now()
-	err := safeRun(ctx, fn, st)
-	pr := PhaseResult{Phase: p, Duration: time.Since(start)}
+	err := safeRun(ctx, ph.fn, st)
+	pr := PhaseResult{Phase: p, Duration: time.Since(start), Aside: ph.aside}
 	if err != nil {
 		if cause := context.Cause(ctx); cause == errTickTimeout {
 			err = fmt.Errorf("%w: %w", cause, err)

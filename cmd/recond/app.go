@@ -149,7 +149,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		if err != nil {
 			return nil, err
 		}
-		if a.events, err = events.New(cs, events.Options{Namespace: o.namespace, Instance: o.name, ReportingInstance: os.Getenv("POD_NAME"), Log: log}); err != nil {
+		if a.events, err = events.New(cs, events.Options{Namespace: o.namespace, Instance: o.name, ReportingInstance: os.Getenv("POD_NAME"), Log: log, Recorded: m.EventRecorded}); err != nil {
 			return nil, err
 		}
 		// Last, so that it sees the span of the tick (its trace id).
@@ -273,15 +273,18 @@ func (a *app) observeRole(s leader.State) {
 	a.metrics.SetLeader(s.Leading)
 }
 
-// flush sends the Events and exports the spans not yet sent.
+// flush sends the Events and exports the spans not yet sent, each within
+// 5 s of its own.
 func (a *app) flush() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	if a.events != nil {
-		if err := a.events.Shutdown(ctx); err != nil {
+		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := a.events.Shutdown(ectx); err != nil {
 			a.log.Warn("send Events", "error", err)
 		}
+		cancel()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	if err := a.tracer.Shutdown(ctx); err != nil {
 		a.log.Warn("flush traces", "error", err)
 	}

@@ -83,7 +83,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		fs.StringVar(&o.observe, "observe", "watch", "how live objects are observed: watch (caches fed by watches; a change by someone else triggers a tick at once) or list (a LIST per kind at every tick; for RBAC without watch)")
 	}
 	fs.IntVar(&o.applyConcurrency, "apply-concurrency", 8, "most writes (and validating dry runs) made at once within one dependency wave")
-	fs.DurationVar(&o.healthTimeout, "health-timeout", reconcile.DefaultHealthTimeout, "how long an object may stay in progress after recond applied it before its health is failed (reason \"progress deadline\")")
+	fs.DurationVar(&o.healthTimeout, "health-timeout", reconcile.DefaultHealthTimeout, "how long an object may stay in progress after recond last applied a change to it (or after it started progressing without one) before its health is failed (\"progress deadline\")")
 	fs.StringVar(&o.healthRules, "health-rules", "", "YAML file of per-kind health rules (CEL expressions current, inProgress, failed), for kinds that do not follow kstatus conventions")
 	if cmd == "run" || cmd == "sync" {
 		fs.BoolVar(&o.events, "events", true, "send Kubernetes Events (events.k8s.io/v1) for each state transition: created, updated, pruned, apply failed, health degraded and recovered, revision applied and healthy, tick failed and recovered")

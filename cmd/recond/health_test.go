@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,7 +17,6 @@ import (
 
 	"recond.dev/recond/internal/testenv"
 )
-
 
 // rollout plays the Deployment controller: rolled out, or stuck with
 // ProgressDeadlineExceeded.
@@ -51,9 +51,37 @@ func eventsOf(t *testing.T, ns string) []string {
 	}
 	var out []string
 	for _, e := range l.Items {
-		out = append(out, e.Reason+" "+e.Regarding.Kind+"/"+e.Regarding.Name)
+		s := e.Reason + " " + e.Regarding.Kind + "/" + e.Regarding.Name
+		if e.Series != nil {
+			// A repeat folded into the first Event: it counts.
+			s += fmt.Sprintf(" x%d", e.Series.Count)
+		}
+		out = append(out, s)
 	}
 	return out
+}
+
+// eventsRecorded is the sum of recond_events_total: every Event recond
+// handed to the recorder, repeats included (the API shows a repeat only as
+// a series count, and late).
+func eventsRecorded(t *testing.T, addr string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "recond_events_total{") {
+			var v float64
+			if _, err := fmt.Sscan(l[strings.LastIndex(l, " ")+1:], &v); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
 }
 
 // waitEvent waits until the namespace has an Event "Reason Kind/name".
@@ -145,6 +173,10 @@ func TestHealthAndEventsEndToEnd(t *testing.T) {
 		}
 	}
 	before := len(eventsOf(t, ns))
+	recorded := eventsRecorded(t, r.addr)
+	if recorded != float64(before) {
+		t.Errorf("recond_events_total says %v Events recorded, the API server has %d: %v", recorded, before, eventsOf(t, ns))
+	}
 	ticks := strings.Count(r.log.String(), `"msg":"tick"`)
 	deadline := time.Now().Add(60 * time.Second)
 	for strings.Count(r.log.String(), `"msg":"tick"`) < ticks+20 {
@@ -156,6 +188,9 @@ func TestHealthAndEventsEndToEnd(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // an Event sent by mistake is written by now
 	if after := eventsOf(t, ns); len(after) != before {
 		t.Errorf("20 converged ticks sent %d Events: %v", len(after)-before, after)
+	}
+	if n := eventsRecorded(t, r.addr); n != recorded {
+		t.Errorf("20 converged ticks recorded %v Events (repeats included)", n-recorded)
 	}
 }
 

@@ -23,7 +23,7 @@ type monitored struct {
 	prom *testenv.Prometheus
 }
 
-func startMonitored(t *testing.T, files map[string]string) *monitored {
+func startMonitored(t *testing.T, files map[string]string, flags ...string) *monitored {
 	t.Helper()
 	cp.Require(t)
 	m := &monitored{repo: testenv.NewRepo(t), down: &atomic.Bool{}}
@@ -41,13 +41,14 @@ func startMonitored(t *testing.T, files map[string]string) *monitored {
 	m.ns = args[3]
 	// A generous tick timeout: a slow tick on a loaded machine must not
 	// count as a failure.
-	r := startRun(t, "2s", true, append([]string{"--tick-timeout", "30s"}, args...)...)
+	r := startRun(t, "2s", true, append(append([]string{"--tick-timeout", "30s"}, flags...), args...)...)
 
 	cfg := alerts.Default()
 	cfg.LookBack = 2 * time.Minute
 	cfg.FailureWindow = 5 * time.Second
 	cfg.StalledFor, cfg.NotTickingFor, cfg.PhaseFailingFor = 2*time.Second, 2*time.Second, 2*time.Second
 	cfg.DriftFor, cfg.ObserveSlowFor, cfg.TargetMissingFor = 10*time.Second, 10*time.Second, 10*time.Second
+	cfg.DegradedFor, cfg.RevisionNotHealthyFor = 4*time.Second, time.Second
 	rules, err := alerts.YAML(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -166,4 +167,36 @@ func TestAlertsWithRealPrometheus(t *testing.T) {
 	back := time.Now()
 	m.waitFor(t, "resolved", func(as []testenv.Alert) bool { return len(as) == 0 })
 	t.Logf("resolved %s after the repository came back; whole test %s", time.Since(back).Round(time.Second), time.Since(start).Round(time.Second))
+}
+
+// The health alerts, evaluated by a real Prometheus scraping a real recond
+// whose Deployment's controller the test plays: nothing rolls it out, so
+// past --health-timeout (5 s here) it is failed: RecondRevisionNotHealthy
+// and RecondDegraded fire; the rollout completes and both resolve.
+func TestHealthAlertsWithRealPrometheus(t *testing.T) {
+	m := startMonitored(t, map[string]string{"web.yaml": deployYAML}, "--health-timeout", "5s")
+	start := time.Now()
+	as := m.waitFor(t, "degraded and not healthy", func(as []testenv.Alert) bool {
+		return firing(as, "RecondDegraded", map[string]string{"namespace": m.ns, "severity": "warning"}) &&
+			firing(as, "RecondRevisionNotHealthy", map[string]string{"namespace": m.ns, "severity": "warning"})
+	})
+	t.Logf("firing %s after the first sync: %s", time.Since(start).Round(time.Second), describe(as))
+	for _, a := range as {
+		if a.Labels["alertname"] != "RecondDegraded" && a.Labels["alertname"] != "RecondRevisionNotHealthy" && a.State == "firing" {
+			t.Errorf("%s fired: the loop itself is fine", a.Labels["alertname"])
+		}
+	}
+	// The progress deadline made it failed: one HealthDegraded, however
+	// many ticks saw it failed since.
+	var degraded []string
+	for _, e := range eventsOf(t, m.ns) {
+		if strings.HasPrefix(e, "HealthDegraded ") {
+			degraded = append(degraded, e)
+		}
+	}
+	if len(degraded) != 1 || degraded[0] != "HealthDegraded Deployment/web" {
+		t.Errorf("HealthDegraded Events %v, want one on Deployment/web", degraded)
+	}
+	rollout(t, m.ns, "NewReplicaSetAvailable")
+	m.waitFor(t, "resolved", func(as []testenv.Alert) bool { return len(as) == 0 })
 }
