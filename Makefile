@@ -24,7 +24,7 @@ export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL
 include deploy/deploy.mk
 export K8S_VERSION ETCD_VERSION
 
-.PHONY: all build control-plane tools prometheus screenshots generate verify test test-short vet demo bench clean
+.PHONY: all build control-plane tools prometheus chromium screenshots generate verify test test-short vet demo bench clean
 
 all: build
 
@@ -45,10 +45,14 @@ tools:
 prometheus:
 	@hack/ensure-apt.sh prometheus prometheus
 
-## screenshots: PNGs of the dashboards' main panels with real data, into docs/img
-screenshots: control-plane prometheus
+## chromium: a headless Chromium for the status page's browser test (Debian's package, if missing)
+chromium:
 	@hack/ensure-apt.sh chromium-headless-shell chromium-headless-shell
+
+## screenshots: PNGs of the dashboards' main panels with real data, and of the status page, into docs/img
+screenshots: control-plane prometheus chromium
 	RECOND_SCREENSHOTS_DIR=$(CURDIR)/docs/img $(GO) test -count=1 -run TestDashboardScreenshots -v ./cmd/recond/ | grep -E 'png|^(ok|FAIL|---)'
+	RECOND_SCREENSHOTS_DIR=$(CURDIR)/docs/img $(GO) test -count=1 -run TestBrowser -v ./status/ | grep -E 'png|^(ok|FAIL|---)'
 
 ## generate: the alert rules, the PrometheusRule and the dashboards, from Go
 generate:
@@ -66,7 +70,7 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## test: vet, then every test against a real kube-apiserver, etcd and Git
-test: control-plane tools prometheus $(TEST_DEPS) vet
+test: control-plane tools prometheus chromium $(TEST_DEPS) vet
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 ## test-short: the quick tests only (no control plane)

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/diff"
@@ -289,7 +288,7 @@ func (t *Transitions) instance(r *reconcile.Result) []Intent {
 	if f := r.Failure(); f != nil {
 		if t.failedTicks == 0 {
 			t.streakStart = r.Start
-			out = append(out, t.about(t.inventory, corev1.EventTypeWarning, ReasonTickFailed, ActionReconcile, failureText(r, f)))
+			out = append(out, t.about(t.inventory, corev1.EventTypeWarning, ReasonTickFailed, ActionReconcile, r.FailureText()))
 		}
 		t.failedTicks++
 	} else if t.failedTicks > 0 {
@@ -360,10 +359,7 @@ func errorText(op reconcile.Operation) string {
 	if op.Err == nil {
 		return "unknown error"
 	}
-	if op.Kind == "Secret" {
-		return fmt.Sprintf("%s (details of a Secret are in recond's log only)", apierrors.ReasonForError(op.Err))
-	}
-	return op.Err.Error()
+	return op.ErrorText()
 }
 
 // phaseSucceeded reports whether phase p ran and succeeded.
@@ -374,26 +370,6 @@ func phaseSucceeded(r *reconcile.Result, p reconcile.Phase) bool {
 		}
 	}
 	return false
-}
-
-// failureText is a failed tick's note: its phase, reason and error, but only
-// the reason when the tick touched a Secret, whose value the API server's
-// error may quote (the log has it all).
-func failureText(r *reconcile.Result, f *reconcile.PhaseError) string {
-	secret := false
-	for _, c := range r.Changes {
-		secret = secret || c.Kind == "Secret"
-	}
-	for _, ops := range [][]reconcile.Operation{r.Ops, r.Rejected} {
-		for _, op := range ops {
-			secret = secret || op.Kind == "Secret"
-		}
-	}
-	if secret && (f.Phase == reconcile.PhaseDiff || f.Phase == reconcile.PhaseApply) {
-		return fmt.Sprintf("%s failed (%s): %s (the tick wrote or compared a Secret: the error is in recond's log only)",
-			f.Phase, f.Reason, apierrors.ReasonForError(f.Err))
-	}
-	return f.Error()
 }
 
 // short is a revision's first 7 characters.

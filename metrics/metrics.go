@@ -13,6 +13,7 @@ import (
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
+	"recond.dev/recond/webhook"
 )
 
 // Namespace prefixes every recond metric.
@@ -97,6 +98,10 @@ type Metrics struct {
 	// events counts the Kubernetes Events recond recorded, by reason (the
 	// closed set of events.Reasons): one per state transition.
 	events *prometheus.CounterVec
+	// webhooks counts requests to POST /hooks/git by provider (github,
+	// gitea, gitlab, bitbucket, unknown) and result (accepted, ignored,
+	// replayed, unauthorized, invalid, limited).
+	webhooks *prometheus.CounterVec
 	// operations counts writes to the API by action (create, update,
 	// delete) and result (success, error).
 	operations *prometheus.CounterVec
@@ -217,6 +222,10 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "events_total",
 			Help: "Kubernetes Events recorded, by reason: one per state transition, none for an unchanged tick.",
 		}, []string{"reason"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "webhook_requests_total",
+			Help: "Requests to POST /hooks/git, by provider and result.",
+		}, []string{"provider", "result"}),
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "resource_operations_total", Help: "Writes to the API server, by action and result.",
 		}, []string{"action", "result"}),
@@ -230,7 +239,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 	}
 	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.lastTick, m.lastSuccess,
 		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge,
-		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.operations, m.sourceInfo, m.buildInfo)
+		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.webhooks, m.operations, m.sourceInfo, m.buildInfo)
 
 	for _, o := range reconcile.Outcomes {
 		m.ticks.WithLabelValues(string(o))
@@ -254,6 +263,11 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 	}
 	for _, r := range events.Reasons {
 		m.events.WithLabelValues(r)
+	}
+	for _, p := range webhook.Providers {
+		for _, r := range webhook.Results {
+			m.webhooks.WithLabelValues(p, r)
+		}
 	}
 	for _, s := range health.Instances {
 		m.healthStatus.WithLabelValues(string(s))
@@ -377,6 +391,11 @@ func (m *Metrics) recordHealth(r *reconcile.Result, applied bool, now float64) {
 
 // EventRecorded counts an Event recond recorded (events.Options.Recorded).
 func (m *Metrics) EventRecorded(reason, _ string) { m.events.WithLabelValues(reason).Inc() }
+
+// WebhookRequest counts a request to POST /hooks/git (webhook.Config.Observe).
+func (m *Metrics) WebhookRequest(provider, result string) {
+	m.webhooks.WithLabelValues(provider, result).Inc()
+}
 
 // SetLeader records whether this process leads its instance.
 func (m *Metrics) SetLeader(leading bool) {

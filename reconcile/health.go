@@ -36,6 +36,13 @@ type progress struct {
 	// of it (before the progress deadline).
 	rv       string
 	assessed health.Assessment
+	meta     version
+}
+
+// version is what an object's metadata says of recond's last write of it.
+type version struct {
+	revision string    // recond.dev/revision
+	changed  time.Time // recond's Apply entry in managedFields
 }
 
 // assessHealth is the health phase: the health of every object of the
@@ -81,12 +88,14 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 		seen[k] = true
 		p := r.progress[k]
 		var a health.Assessment
+		var seenAt version
 		if rv := obj.GetResourceVersion(); p != nil && rv != "" && rv == p.rv {
 			// Unchanged since the last assessment: a converged tick of
 			// thousands of objects costs a map lookup each.
-			a = p.assessed
+			a, seenAt = p.assessed, p.meta
 		} else {
 			a = health.Assess(obj, r.cfg.HealthRules)
+			seenAt = version{revision: obj.GetAnnotations()[AnnotationRevision], changed: appliedAt(obj)}
 		}
 		if p == nil {
 			p = &progress{raw: a.Status, status: a.Status, since: now, clock: now}
@@ -94,13 +103,13 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 				// First seen (a new process, a new leader) while in
 				// progress: the clock runs from recond's last apply that
 				// changed it, as the object records it, not from now.
-				if at := appliedAt(obj); !at.IsZero() && at.Before(now) {
-					p.clock, p.revision = at, obj.GetAnnotations()[AnnotationRevision]
+				if at := seenAt.changed; !at.IsZero() && at.Before(now) {
+					p.clock, p.revision = at, seenAt.revision
 				}
 			}
 			r.progress[k] = p
 		}
-		p.rv, p.assessed = obj.GetResourceVersion(), a
+		p.rv, p.assessed, p.meta = obj.GetResourceVersion(), a, seenAt
 		if wrote[k] {
 			p.clock, p.revision = now, st.Revision
 		} else if a.Status == health.InProgress && p.raw != health.InProgress {
@@ -117,6 +126,7 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 			Ref: ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID(),
 				ResourceVersion: obj.GetResourceVersion()},
 			Status: a.Status, Message: a.Message, Since: p.since,
+			Revision: seenAt.revision, Changed: seenAt.changed,
 		})
 		h.Counts[a.Status]++
 		statuses = append(statuses, a.Status)

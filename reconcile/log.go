@@ -46,7 +46,7 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 		}
 	}
 	attrs := []any{
-		"revision", rev, "trigger", string(r.Trigger), "outcome", string(r.Outcome), "duration", r.Duration.Round(100_000).String(),
+		"tick_id", r.ID, "revision", rev, "trigger", string(r.Trigger), "outcome", string(r.Outcome), "duration", r.Duration.Round(100_000).String(),
 	}
 	for _, p := range Phases {
 		if d := r.PhaseDuration(p); d > 0 {

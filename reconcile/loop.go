@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Trigger names what asked for a tick. The values are a contract: the tick
@@ -17,13 +19,86 @@ const (
 	// TriggerWatch: a watched object recond owns was changed or deleted by
 	// someone else.
 	TriggerWatch Trigger = "watch"
-	// TriggerManual: a one-off tick (recond sync, recond diff).
+	// TriggerManual: a one-off tick (recond sync, recond diff) or a request
+	// to POST /api/v1/sync.
 	TriggerManual Trigger = "manual"
+	// TriggerWebhook: a Git push webhook for the followed ref.
+	TriggerWebhook Trigger = "webhook"
 )
 
 // Triggers lists every Trigger, so that labelled series can be
 // pre-initialised.
-var Triggers = []Trigger{TriggerInterval, TriggerWatch, TriggerManual}
+var Triggers = []Trigger{TriggerInterval, TriggerWatch, TriggerManual, TriggerWebhook}
+
+// RequestDebounce is how long a request from outside (POST /api/v1/sync, a
+// webhook) waits for more before it asks for a tick: a burst of pushes (a
+// merge train, a tag and its branch) costs one tick.
+const RequestDebounce = 200 * time.Millisecond
+
+// Request asks for a tick after RequestDebounce (requests within it join)
+// and returns the id of the tick that will serve it: the next tick to start
+// (Result.ID), which reads Git and the API server after the request. link,
+// when valid, is the span of the request (an HTTP handler's): the tick's
+// root span links to it. It never blocks.
+func (r *Reconciler) Request(t Trigger, link trace.SpanContext) uint64 {
+	r.seq.mu.Lock()
+	defer r.seq.mu.Unlock()
+	if link.IsValid() && len(r.seq.links) < maxLinks {
+		r.seq.links = append(r.seq.links, link)
+	}
+	r.requests.after(RequestDebounce, func() { r.Trigger(t) })
+	return r.seq.started + 1
+}
+
+// maxLinks bounds the request spans one tick links to.
+const maxLinks = 32
+
+// Progress is where the loop is: the id of the last tick started (0 before
+// the first), whether it is still running, and the id of the last one that
+// ended.
+type Progress struct {
+	Started, Finished uint64
+	Running           bool
+}
+
+// Progress tells where the loop is. Safe for concurrent use.
+func (r *Reconciler) Progress() Progress {
+	r.seq.mu.Lock()
+	defer r.seq.mu.Unlock()
+	return Progress{Started: r.seq.started, Finished: r.seq.finished, Running: r.seq.started > r.seq.finished}
+}
+
+// sequence numbers ticks and holds the request spans the next one links to.
+type sequence struct {
+	mu                sync.Mutex
+	started, finished uint64
+	links             []trace.SpanContext
+}
+
+// begin numbers a tick that starts now and hands it the pending links.
+func (s *sequence) begin() (uint64, []trace.SpanContext) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started++
+	links := s.links
+	s.links = nil
+	return s.started, links
+}
+
+func (s *sequence) end(id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finished = max(s.finished, id)
+}
+
+type linksKey struct{}
+
+// Links returns the request spans the tick whose ctx this is serves (the
+// tracing observer links its root span to them).
+func Links(ctx context.Context) []trace.SpanContext {
+	l, _ := ctx.Value(linksKey{}).([]trace.SpanContext)
+	return l
+}
 
 // Trigger asks the running loop for a tick as soon as the current one (if
 // any) has ended. It never blocks: requests that arrive while one is
@@ -40,23 +115,29 @@ func (r *Reconciler) Trigger(t Trigger) {
 // waiting join it, so a burst of events costs one tick. The delay lets the
 // burst's last event arrive (a rollout touches an object several times).
 func (r *Reconciler) TriggerAfter(t Trigger, delay time.Duration) {
-	r.debounce.mu.Lock()
-	defer r.debounce.mu.Unlock()
-	if r.debounce.timer != nil {
-		return
-	}
-	r.debounce.timer = time.AfterFunc(delay, func() {
-		r.debounce.mu.Lock()
-		r.debounce.timer = nil
-		r.debounce.mu.Unlock()
-		r.Trigger(t)
-	})
+	r.debounce.after(delay, func() { r.Trigger(t) })
 }
 
-// debouncer holds the one pending TriggerAfter.
+// debouncer holds one pending call.
 type debouncer struct {
 	mu    sync.Mutex
 	timer *time.Timer
+}
+
+// after calls fn after delay, unless a call is pending already: then this
+// one joins it.
+func (d *debouncer) after(delay time.Duration, fn func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil {
+		return
+	}
+	d.timer = time.AfterFunc(delay, func() {
+		d.mu.Lock()
+		d.timer = nil
+		d.mu.Unlock()
+		fn()
+	})
 }
 
 // Run ticks at once and then every interval until ctx is cancelled, and

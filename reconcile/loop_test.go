@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // fakeTicks is a tick function that records what asked for each tick, can
@@ -198,5 +200,56 @@ func TestTriggerAfterDebounces(t *testing.T) {
 	case <-r.triggers:
 	case <-time.After(5 * time.Second):
 		t.Fatal("a second burst never fired")
+	}
+}
+
+// TestRequestNamesTheTickThatServesIt: a request is answered with the id of
+// the next tick to start, which carries the request's span as a link; a burst
+// of requests within RequestDebounce asks for one tick.
+func TestRequestNamesTheTickThatServesIt(t *testing.T) {
+	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	span := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
+	for i := range 20 {
+		if id := r.Request(TriggerWebhook, span); id != 1 {
+			t.Fatalf("request %d before any tick: id %d, want 1", i, id)
+		}
+	}
+	select {
+	case got := <-r.triggers:
+		t.Fatalf("a request asked for a tick at once (%s), not after the debounce", got)
+	default:
+	}
+	time.Sleep(RequestDebounce + 100*time.Millisecond)
+	select {
+	case got := <-r.triggers:
+		if got != TriggerWebhook {
+			t.Errorf("trigger %s, want webhook", got)
+		}
+	default:
+		t.Fatal("20 requests asked for no tick")
+	}
+	select {
+	case <-r.triggers:
+		t.Fatal("20 requests asked for more than one tick")
+	default:
+	}
+	id, links := r.seq.begin()
+	if id != 1 || len(links) != 20 || !links[0].Equal(span) {
+		t.Errorf("tick %d with %d links, want tick 1 linked to the requests", id, len(links))
+	}
+	if p := r.Progress(); p.Started != 1 || !p.Running || p.Finished != 0 {
+		t.Errorf("progress during tick 1: %+v", p)
+	}
+	if got := r.Request(TriggerManual, trace.SpanContext{}); got != 2 {
+		t.Errorf("a request during tick 1: id %d, want 2 (tick 1 read Git before it)", got)
+	}
+	r.seq.end(id)
+	if p := r.Progress(); p.Running || p.Finished != 1 {
+		t.Errorf("progress after tick 1: %+v", p)
+	}
+	if _, links := r.seq.begin(); len(links) != 0 {
+		t.Errorf("tick 2 has %d links; the manual request had no span", len(links))
 	}
 }

@@ -109,6 +109,9 @@ type Reconciler struct {
 	rendered renderCache
 	// triggers holds at most one pending tick request (Trigger).
 	triggers chan Trigger
+	// seq numbers ticks (Request, Progress); requests debounces Request.
+	seq      sequence
+	requests debouncer
 	debounce debouncer
 	// heal follows drift seen by a watch to the write that restores it.
 	heal *healer

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"recond.dev/recond/reconcile/diff"
@@ -145,6 +146,11 @@ type ObjectHealth struct {
 	Message string
 	// Since is when this process first saw the object in Status.
 	Since time.Time
+	// Revision is the object's recond.dev/revision annotation (the commit
+	// at which recond last wrote it); Changed when recond's apply last
+	// changed it (its managedFields entry; zero when unknown).
+	Revision string
+	Changed  time.Time
 }
 
 // Health is what the health phase found: every object of the desired set
@@ -186,6 +192,9 @@ type Counts struct {
 
 // Result is everything a tick did. Logs, metrics and spans read it.
 type Result struct {
+	// ID numbers the ticks of this process from 1 (Reconciler.Request
+	// returns the ID of the tick that will serve a request).
+	ID       uint64
 	Revision string // commit SHA read; "" when the read phase failed before resolving it
 	Fetched  bool   // the read phase fetched from the remote (false: already had the revision)
 	Start    time.Time
@@ -231,6 +240,49 @@ func (r *Result) Failure() *PhaseError {
 		}
 	}
 	return nil
+}
+
+// FailureText is the failure for people who may not read Secrets (an
+// Event's note, the status page): the phase, reason and error, but only the
+// API's reason when a failed diff or apply touched a Secret, whose value
+// the API server's error may quote. "" when the tick did not fail.
+func (r *Result) FailureText() string {
+	f := r.Failure()
+	if f == nil {
+		return ""
+	}
+	if f.Phase == PhaseDiff || f.Phase == PhaseApply {
+		for _, c := range r.Changes {
+			if c.Kind == "Secret" {
+				return secretFailure(f)
+			}
+		}
+		for _, ops := range [][]Operation{r.Ops, r.Rejected} {
+			for _, op := range ops {
+				if op.Kind == "Secret" {
+					return secretFailure(f)
+				}
+			}
+		}
+	}
+	return f.Error()
+}
+
+func secretFailure(f *PhaseError) string {
+	return fmt.Sprintf("%s failed (%s): %s (the tick wrote or compared a Secret: the error is in recond's log only)",
+		f.Phase, f.Reason, apierrors.ReasonForError(f.Err))
+}
+
+// ErrorText is an operation's error for people who may not read Secrets:
+// for a Secret, only the API's reason.
+func (o Operation) ErrorText() string {
+	switch {
+	case o.Err == nil:
+		return ""
+	case o.Kind == "Secret":
+		return fmt.Sprintf("%s (details of a Secret are in recond's log only)", apierrors.ReasonForError(o.Err))
+	}
+	return o.Err.Error()
 }
 
 // PhaseDuration returns how long phase p took, or 0 if it did not run.

@@ -58,7 +58,12 @@ func (r *Reconciler) Plan(ctx context.Context) *Result {
 }
 
 func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Result {
-	res := &Result{Start: time.Now(), DryRun: r.cfg.DryRun, Trigger: why}
+	id, links := r.seq.begin()
+	defer r.seq.end(id)
+	if len(links) > 0 {
+		ctx = context.WithValue(ctx, linksKey{}, links)
+	}
+	res := &Result{ID: id, Start: time.Now(), DryRun: r.cfg.DryRun, Trigger: why}
 	for _, o := range r.observers {
 		ctx = o.TickStart(ctx)
 	}

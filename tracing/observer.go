@@ -26,8 +26,14 @@ func NewObserver(tp trace.TracerProvider, namespace, instance string) *Observer 
 }
 
 // TickStart starts the root span recond.tick, a new trace per tick.
+// A tick asked for by requests (POST /api/v1/sync, a webhook) links to
+// their spans, so that a trace of the request leads to the tick it caused.
 func (o *Observer) TickStart(ctx context.Context) context.Context {
-	ctx, _ = o.tracer.Start(ctx, "recond.tick", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal),
+	var links []trace.Link
+	for _, sc := range reconcile.Links(ctx) {
+		links = append(links, trace.Link{SpanContext: sc})
+	}
+	ctx, _ = o.tracer.Start(ctx, "recond.tick", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithLinks(links...),
 		trace.WithAttributes(attribute.String("recond.namespace", o.namespace), attribute.String("recond.instance", o.instance)))
 	return ctx
 }
@@ -53,6 +59,7 @@ func (o *Observer) PhaseEnd(ctx context.Context, pr reconcile.PhaseResult, _ *re
 func (o *Observer) TickEnd(ctx context.Context, r *reconcile.Result) {
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(
+		attribute.Int64("recond.tick.id", int64(r.ID)),
 		attribute.String("recond.trigger", string(r.Trigger)),
 		attribute.Int("recond.heals.count", len(r.Heals)),
 		attribute.String("recond.revision", r.Revision),

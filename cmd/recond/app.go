@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/term"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -35,7 +37,9 @@ import (
 	"recond.dev/recond/reconcile/health"
 	"recond.dev/recond/reconcile/source"
 	"recond.dev/recond/reconcile/watch"
+	"recond.dev/recond/status"
 	"recond.dev/recond/tracing"
+	"recond.dev/recond/webhook"
 )
 
 // app is one configured recond: the wiring of flags to packages.
@@ -54,6 +58,12 @@ type app struct {
 	cache *watch.Cache
 	// events sends Kubernetes Events (nil with --events=false).
 	events *events.Observer
+	// syncAPI serves POST /api/v1/sync (nil without --sync-token-file).
+	syncAPI *syncAPI
+	// webhook serves POST /hooks/git (nil without --webhook-secret-file).
+	webhook http.Handler
+	// page is the status page and the tick states (recond run only).
+	page *status.Page
 }
 
 // changed hands a watch event on an owned object to the loop.
@@ -70,6 +80,7 @@ func (w watchLive) Cost() reconcile.ObserveCost {
 }
 
 func newApp(o *options, stderr io.Writer) (*app, error) {
+	cmd := o.cmd
 	log, err := newLogger(o.logFormat, o.logLevel, stderr)
 	if err != nil {
 		return nil, err
@@ -144,6 +155,16 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		return nil, err
 	}
 	a := &app{opts: o, log: log, tracer: tp, reg: reg, metrics: m, coord: coord}
+	if cmd == "run" {
+		// The ring behind the status page and GET /api/v1/ticks/{id}; after
+		// tracing, so that it sees each tick's trace id.
+		a.page = status.New(status.Info{
+			Namespace: o.namespace, Instance: o.name, Repo: src.DisplayURL(), Ref: o.ref, Path: o.path,
+			Observe: o.observe, Interval: o.interval,
+			CommitURLTemplate: o.commitURLTemplate, TraceURLTemplate: o.traceURLTemplate,
+		}, status.Options{Progress: func() reconcile.Progress { return a.rec.Progress() }})
+		observers = append(observers, a.page)
+	}
 	if o.events && !o.dryRun {
 		cs, err := kubernetes.NewForConfig(ecfg)
 		if err != nil {
@@ -169,6 +190,29 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		rcfg.Live = watchLive{a.cache}
 	}
 	a.rec = reconcile.New(rcfg, src, kube, log, observers...)
+	if o.webhookSecretFile != "" {
+		secret, err := readSecretFile("--webhook-secret-file", o.webhookSecretFile)
+		if err != nil {
+			return nil, err
+		}
+		rec := a.rec
+		a.webhook, err = webhook.New(webhook.Config{
+			Secret: secret, Follows: follows(o.ref), Log: log, Observe: m.WebhookRequest,
+			Request: func(ctx context.Context, _ string) uint64 {
+				return rec.Request(reconcile.TriggerWebhook, trace.SpanContextFromContext(ctx))
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if o.syncTokenFile != "" {
+		token, err := readSecretFile("--sync-token-file", o.syncTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		a.syncAPI = newSyncAPI(token, a.rec.Request, log)
+	}
 	log.Info("recond starting", "version", version, "repo", src.DisplayURL(), "ref", o.ref, "path", o.path,
 		"interval", o.interval.String(), "observe", o.observe, "health_timeout", o.healthTimeout.String(), "health_rules", o.healthRules != "", "prune", o.prune, "self_heal", o.selfHeal, "dry_run", o.dryRun)
 	return a, nil
@@ -225,7 +269,11 @@ func (a *app) run(ctx context.Context) int {
 			a.log.Error("listen", "error", err)
 			return 2
 		}
-		srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
+		// Bounded in every way a client controls: headers, the time to send
+		// them and the body, the time to read an answer, idle connections.
+		srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10,
+			ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelDebug)}
 		go func() { _ = srv.Serve(ln) }()
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -290,11 +338,36 @@ func (a *app) flush() {
 	}
 }
 
+// traced gives a request a server span when tracing is on, a child of the
+// caller's W3C traceparent when it sends one, so that the tick it asks for
+// can link to it.
+func (a *app) traced(name string, h http.Handler) http.Handler {
+	if !a.tracer.Enabled {
+		return h
+	}
+	return otelhttp.NewHandler(h, name, otelhttp.WithTracerProvider(a.tracer), otelhttp.WithPropagators(propagation.TraceContext{}))
+}
+
 func (a *app) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{
 		EnableOpenMetrics: true, Registry: a.reg, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelError),
 	}))
+	if a.webhook != nil {
+		mux.Handle("POST /hooks/git", a.traced("POST /hooks/git", a.webhook))
+	}
+	if a.page != nil {
+		mux.Handle("GET /api/v1/ticks/{id}", a.page.TicksHandler())
+		if a.opts.statusPage {
+			page := a.page.Handler()
+			mux.Handle("GET /{$}", page)
+			mux.Handle("GET /ticks/{id}", page)
+			mux.Handle("GET /api/v1/status", page)
+		}
+	}
+	if a.syncAPI != nil {
+		mux.Handle("POST /api/v1/sync", a.traced("POST /api/v1/sync", a.syncAPI))
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

@@ -15,6 +15,7 @@ import (
 
 // options are the parsed flags.
 type options struct {
+	cmd                 string // run, sync or diff
 	repo, ref, path     string
 	namespace, name     string
 	interval            time.Duration
@@ -44,6 +45,10 @@ type options struct {
 	healthRules   string
 	events        bool
 
+	syncTokenFile, webhookSecretFile    string
+	statusPage                          bool
+	commitURLTemplate, traceURLTemplate string
+
 	leaderElect                                  bool
 	leaseDuration, renewDeadline, leaseRetryTime time.Duration
 }
@@ -51,7 +56,7 @@ type options struct {
 // parseFlags reads the flags of cmd from RECOND_* environment variables and
 // then from args (args win).
 func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
+	o := &options{cmd: cmd}
 	fs := flag.NewFlagSet("recond "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.repo, "repo", "", "Git repository: a local path, file://, https://, ssh:// or git@host:path URL (required)")
@@ -85,6 +90,13 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.applyConcurrency, "apply-concurrency", 8, "most writes (and validating dry runs) made at once within one dependency wave")
 	fs.DurationVar(&o.healthTimeout, "health-timeout", reconcile.DefaultHealthTimeout, "how long an object may stay in progress after recond last applied a change to it (or after it started progressing without one) before its health is failed (\"progress deadline\")")
 	fs.StringVar(&o.healthRules, "health-rules", "", "YAML file of per-kind health rules (CEL expressions current, inProgress, failed), for kinds that do not follow kstatus conventions")
+	if cmd == "run" {
+		fs.StringVar(&o.syncTokenFile, "sync-token-file", "", "file holding the bearer token of POST /api/v1/sync (a tick now); the endpoint is off without it")
+		fs.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the shared secret of POST /hooks/git (GitHub, Gitea/Forgejo, GitLab, Bitbucket push webhooks); off without it")
+		fs.BoolVar(&o.statusPage, "status-page", true, "serve the status page on --listen: / (the last ticks as a timeline), /ticks/{id} and /api/v1/status")
+		fs.StringVar(&o.commitURLTemplate, "commit-url-template", "", "link revisions on the status page, e.g. https://github.com/org/repo/commit/{revision}")
+		fs.StringVar(&o.traceURLTemplate, "trace-url-template", "", "link ticks to their traces on the status page, e.g. http://jaeger:16686/trace/{trace_id}")
+	}
 	if cmd == "run" || cmd == "sync" {
 		fs.BoolVar(&o.events, "events", true, "send Kubernetes Events (events.k8s.io/v1) for each state transition: created, updated, pruned, apply failed, health degraded and recovered, revision applied and healthy, tick failed and recovered")
 	}

@@ -23,6 +23,8 @@ Usage:
   recond run      tick now and every --interval, forever (serves /healthz, /readyz)
   recond sync     tick once; exit 0 when the tick succeeded, 1 when it failed
   recond diff     read, observe and diff; exit 0 no difference, 1 differences, 2 error
+  recond trigger  ask a running recond for a tick now (--url, --token-file; --wait for its outcome)
+  recond status   print a running recond's status page as a table (--url)
   recond alerts   print the Prometheus alerting rules (--stall-intervals N, --selector, --runbook-base,
                   --prometheus-rule for a PrometheusRule object)
   recond version  print the version
@@ -61,6 +63,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "alerts":
 		return printAlerts(args, stdout, stderr)
+	case "trigger":
+		return trigger(ctx, args, stdout, stderr)
+	case "status":
+		return printStatus(ctx, args, stdout, stderr)
 	case "run", "sync", "diff":
 	default:
 		fmt.Fprintf(stderr, "recond: unknown command %q\n\n%s", cmd, usage)

@@ -52,6 +52,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	metricsBody, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	pages := get(t, "http://"+r.addr+"/") + get(t, "http://"+r.addr+"/api/v1/status") + get(t, "http://"+r.addr+"/ticks/1")
 	r.stop()
 	logs.WriteString(r.log.String())
 
@@ -85,7 +86,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Errorf("logs never name the repository %s", base)
 	}
 	for _, secret := range []string{password, token, wrong} {
-		for where, text := range map[string]string{"logs": logs.String(), "spans": spans, "metrics": string(metricsBody)} {
+		for where, text := range map[string]string{"logs": logs.String(), "spans": spans, "metrics": string(metricsBody), "the status page": pages} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s contain the secret %q", where, secret)
 			}
@@ -144,7 +145,14 @@ func TestSecretValuesNeverShown(t *testing.T) {
 	repo.Commit("rotate again", map[string]string{"secret.yaml": secret(third, third+"-t")})
 	r := startRun(t, "1h", true, args...)
 	metricsBody := get(t, "http://"+r.addr+"/metrics")
+	// The status page shows the tick's changes (the Secret's drift among
+	// them) and the managed objects.
+	pages := get(t, "http://"+r.addr+"/") + get(t, "http://"+r.addr+"/ticks/1") +
+		get(t, "http://"+r.addr+"/api/v1/status") + get(t, "http://"+r.addr+"/api/v1/ticks/1")
 	r.stop()
+	if !strings.Contains(pages, "creds") || !strings.Contains(pages, "stringData.password") {
+		t.Fatalf("the status page shows neither the Secret nor its changed key:\n%s", pages)
+	}
 	out.WriteString(r.log.String())
 	spans := spansSent()
 	if !strings.Contains(spans, "recond.tick") {
@@ -155,7 +163,7 @@ func TestSecretValuesNeverShown(t *testing.T) {
 	}
 	for _, v := range []string{first, second, third} {
 		for _, value := range []string{v, v + "-t", base64.StdEncoding.EncodeToString([]byte(v)), base64.StdEncoding.EncodeToString([]byte(v + "-t"))} {
-			for where, s := range map[string]string{"logs and diff output": out.String(), "spans": spans, "metrics": metricsBody} {
+			for where, s := range map[string]string{"logs and diff output": out.String(), "spans": spans, "metrics": metricsBody, "the status page": pages} {
 				if strings.Contains(s, value) {
 					t.Errorf("%s contain the Secret value %q", where, value)
 				}

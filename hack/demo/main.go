@@ -82,9 +82,13 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		return err
 	}
 
+	tokenFile := filepath.Join(work, "sync-token")
+	if err := os.WriteFile(tokenFile, []byte("demo-token\n"), 0o600); err != nil {
+		return err
+	}
 	args := []string{"run", "--repo", repoDir, "--namespace", ns, "--kubeconfig", kubeconfig,
 		"--interval", interval.String(), "--listen", "127.0.0.1:0", "--log-format", "text",
-		"--cache-dir", filepath.Join(work, "cache")}
+		"--cache-dir", filepath.Join(work, "cache"), "--sync-token-file", tokenFile}
 	say("recond %s", strings.Join(args, " "))
 	cmd := exec.Command(recondBin, args...)
 	out, err := cmd.StderrPipe()
@@ -96,11 +100,15 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		return err
 	}
 	ticks := make(chan string, 100)
+	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Println("  " + line)
+			if m := regexp.MustCompile(` serving .*address=(\S+)`).FindStringSubmatch(line); m != nil {
+				listening <- m[1]
+			}
 			if strings.Contains(line, " tick ") {
 				ticks <- line
 			}
@@ -135,11 +143,18 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		_, err := tickLine(want)
 		return err
 	}
+	var addr string
+	select {
+	case addr = <-listening:
+	case <-time.After(time.Minute):
+		return errors.New("recond never said where it listens")
+	}
 	line, err := tickLine("outcome=applied")
 	if err != nil {
 		return err
 	}
 	fmt.Printf("health after the first sync: %s %s\n", field(line, "health_status"), field(line, "unhealthy"))
+	fmt.Printf("status page: http://%s/ (the last ticks as a timeline; JSON at /api/v1/status)\n", addr)
 	if err := waitTick("outcome=converged"); err != nil {
 		return err
 	}
@@ -251,6 +266,21 @@ func demo(recondBin, examples string, interval time.Duration) error {
 	if err := waitTick("outcome=converged"); err != nil {
 		return err
 	}
+	say("a tick now, from a shell or a CI job: recond trigger --url http://%s --token-file ... --wait", addr)
+	start = time.Now()
+	trig := exec.Command(recondBin, "trigger", "--url", "http://"+addr, "--token-file", tokenFile, "--wait")
+	trig.Stdout, trig.Stderr = os.Stdout, os.Stderr
+	if err := trig.Run(); err != nil {
+		return fmt.Errorf("recond trigger: %w", err)
+	}
+	fmt.Printf("asked, served and reported in %s, on a %s interval\n", time.Since(start).Round(time.Millisecond), interval)
+	say("recond status --url http://%s", addr)
+	st := exec.Command(recondBin, "status", "--url", "http://"+addr)
+	st.Stdout, st.Stderr = os.Stdout, os.Stderr
+	if err := st.Run(); err != nil {
+		return fmt.Errorf("recond status: %w", err)
+	}
+
 	say("Events: one per state transition (kubectl get events -n %s), none for a converged tick", ns)
 	// Settle: the last tick's Events are sent in the background.
 	if err := waitTick("outcome=converged"); err != nil {

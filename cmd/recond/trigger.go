@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"recond.dev/recond/status"
+)
+
+// trigger is `recond trigger`: POST /api/v1/sync to a running recond and,
+// with --wait, wait for the tick it answers with. It exits 0 when the tick
+// was asked for (and, with --wait, succeeded), 1 when the tick failed or did
+// not end within --timeout, 2 on any other error.
+func trigger(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("recond trigger", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "", "recond's --listen address, e.g. http://recond.team-a:8080 (required)")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token (recond's --sync-token-file)")
+	wait := fs.Bool("wait", false, "wait for the tick to end; exit 1 when it failed")
+	timeout := fs.Duration("timeout", 10*time.Minute, "how long --wait waits")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *url == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "recond trigger: --url is required, and takes no arguments")
+		return 2
+	}
+	base := strings.TrimRight(*url, "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/sync", nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "recond trigger: %v\n", err)
+		return 2
+	}
+	if *tokenFile != "" {
+		token, err := readSecretFile("--token-file", *tokenFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "recond trigger: %v\n", err)
+			return 2
+		}
+		req.Header.Set("Authorization", "Bearer "+string(token))
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	var ans syncAnswer
+	if err := call(client, req, http.StatusAccepted, &ans); err != nil {
+		fmt.Fprintf(stderr, "recond trigger: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stdout, "tick %d requested\n", ans.Tick)
+	if !*wait {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/api/v1/ticks/%d", base, ans.Tick), nil)
+		var ts status.TickState
+		err := call(client, req, http.StatusOK, &ts)
+		switch {
+		case err == nil && ts.State == status.StateDone && ts.Tick != nil:
+			t := ts.Tick
+			line := fmt.Sprintf("tick %d: %s at revision %.12s in %.1fs", t.ID, t.Outcome, t.Revision, t.DurationSeconds)
+			if t.Health != "" {
+				line += ", health " + t.Health
+			}
+			if t.Failure != nil {
+				fmt.Fprintf(stdout, "%s: %s failed (%s): %s\n", line, t.Failure.Phase, t.Failure.Reason, t.Failure.Message)
+				return 1
+			}
+			fmt.Fprintln(stdout, line)
+			return 0
+		case err == nil && ts.State == status.StateExpired:
+			fmt.Fprintf(stderr, "recond trigger: tick %d ended, but recond no longer remembers it\n", ans.Tick)
+			return 1
+		case ctx.Err() != nil:
+			fmt.Fprintf(stderr, "recond trigger: tick %d did not end within %s\n", ans.Tick, *timeout)
+			return 1
+		case err != nil:
+			fmt.Fprintf(stderr, "recond trigger: %v (retrying)\n", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// call sends req and decodes a JSON answer with status want.
+func call(client *http.Client, req *http.Request, want int, into any) error {
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return json.Unmarshal(body, into)
+}
+
+// printStatus is `recond status`: a running recond's status page as a
+// table in a terminal (GET /api/v1/status).
+func printStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("recond status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "", "recond's --listen address, e.g. http://recond.team-a:8080 (required)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *url == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "recond status: --url is required, and takes no arguments")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s, err := status.Fetch(ctx, *url)
+	if err != nil {
+		fmt.Fprintf(stderr, "recond status: %v\n", err)
+		return 2
+	}
+	if err := status.WriteTable(stdout, s); err != nil {
+		fmt.Fprintf(stderr, "recond status: %v\n", err)
+		return 2
+	}
+	return 0
+}

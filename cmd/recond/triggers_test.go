@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"recond.dev/recond/internal/testenv"
+)
+
+func writeFile(t testing.TB, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestManualSync: on a 3 m interval, POST /api/v1/sync with the token asks
+// for a tick at once; `recond trigger --wait` waits for it and reports its
+// outcome. A wrong or missing token is 401 and asks for nothing.
+func TestManualSync(t *testing.T) {
+	cp.Require(t)
+	ns := cp.Namespace(t)
+	repo := testenv.NewRepo(t)
+	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
+	tokenFile := writeFile(t, "token", "s3cret-token\n")
+	r := startRun(t, "3m", true, "--repo", repo.URL(), "--namespace", ns, "--kubeconfig", cp.WriteKubeConfig(t),
+		"--cache-dir", t.TempDir(), "--leader-elect=false", "--sync-token-file", tokenFile)
+
+	post := func(auth string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, "http://"+r.addr+"/api/v1/sync", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp
+	}
+	for _, auth := range []string{"", "Bearer wrong", "Basic czNjcmV0LXRva2Vu", "Bearer s3cret-token-and-more"} {
+		if resp := post(auth); resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("Authorization %q: %s, want 401 with WWW-Authenticate", auth, resp.Status)
+		}
+	}
+	if strings.Count(r.log.String(), `"msg":"tick"`) != 1 {
+		t.Fatalf("refused requests asked for a tick:\n%s", r.log.String())
+	}
+	if strings.Contains(r.log.String(), "s3cret-token") {
+		t.Error("the log shows the token")
+	}
+
+	// A new commit, then a sync now: the tick that serves it applies it.
+	repo.Commit("change", map[string]string{"cm.yaml": strings.Replace(cmYAML, "k: v", "k: now", 1)})
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := trigger(context.Background(), []string{"--url", "http://" + r.addr, "--token-file", tokenFile, "--wait", "--timeout", "1m"}, &stdout, &stderr)
+	took := time.Since(start)
+	if code != 0 || !strings.Contains(stdout.String(), "tick 2: applied") {
+		t.Fatalf("recond trigger --wait: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	t.Logf("recond trigger --wait on a 3m interval: %s (%s)", took.Round(time.Millisecond), strings.TrimSpace(stdout.String()))
+	cm, err := cp.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "c", metav1.GetOptions{})
+	if err != nil || cm.Data["k"] != "now" {
+		t.Fatalf("after the synced tick: %v, %v", cm.Data, err)
+	}
+	if !strings.Contains(r.log.String(), `"trigger":"manual"`) {
+		t.Errorf("the tick line does not say trigger manual:\n%s", r.log.String())
+	}
+
+	// The answer is at once, with the id to wait for.
+	resp, err := http.DefaultClient.Do(func() *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+r.addr+"/api/v1/sync", nil)
+		req.Header.Set("Authorization", "Bearer s3cret-token")
+		return req
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans syncAnswer
+	err = json.NewDecoder(resp.Body).Decode(&ans)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusAccepted || ans.Tick != 3 || ans.Status != "/api/v1/ticks/3" {
+		t.Errorf("POST /api/v1/sync: %s %+v %v, want 202 for tick 3", resp.Status, ans, err)
+	}
+}
+
+func TestFollows(t *testing.T) {
+	cases := []struct {
+		ref    string
+		pushed map[string]bool
+	}{
+		{"main", map[string]bool{"refs/heads/main": true, "refs/heads/dev": false, "refs/tags/main": true, "refs/heads/main2": false}},
+		{"refs/heads/main", map[string]bool{"refs/heads/main": true, "refs/tags/main": false}},
+		{"v1.2.0", map[string]bool{"refs/tags/v1.2.0": true, "refs/tags/v1.2.1": false}},
+		{"", map[string]bool{"refs/heads/anything": true, "refs/tags/v1": false}},
+		{strings.Repeat("ab", 20), map[string]bool{"refs/heads/main": false}},
+	}
+	for _, c := range cases {
+		f := follows(c.ref)
+		for pushed, want := range c.pushed {
+			if got := f(pushed); got != want {
+				t.Errorf("--ref %q, push to %s: follows = %v, want %v", c.ref, pushed, got, want)
+			}
+		}
+	}
+}
+
+// TestWebhookTriggers: on a 3 m interval with --ref main, a signed push to
+// main asks for a tick at once (trigger webhook); a push to another branch,
+// a replay and a wrong signature ask for none; a burst of 50 pushes gives one
+// or two ticks, not 50.
+func TestWebhookTriggers(t *testing.T) {
+	cp.Require(t)
+	ns := cp.Namespace(t)
+	repo := testenv.NewRepo(t)
+	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
+	secret := writeFile(t, "secret", benchWebhookSecret+"\n")
+	r := startRun(t, "3m", true, "--repo", repo.URL(), "--ref", "main", "--namespace", ns, "--kubeconfig", cp.WriteKubeConfig(t),
+		"--cache-dir", t.TempDir(), "--leader-elect=false", "--webhook-secret-file", secret)
+	hooks := "http://" + r.addr + "/hooks/git"
+	send := func(req *http.Request) int {
+		t.Helper()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	webhookTicks := func() int { return strings.Count(r.log.String(), `"trigger":"webhook"`) }
+	waitTicks := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); webhookTicks() < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d webhook ticks, want %d; log:\n%s", webhookTicks(), n, r.log.String())
+			}
+		}
+	}
+
+	repo.Commit("change", map[string]string{"cm.yaml": strings.Replace(cmYAML, "k: v", "k: pushed", 1)})
+	if code := send(benchPush(hooks, "d-1")); code != http.StatusAccepted {
+		t.Fatalf("signed push to main: %d, want 202", code)
+	}
+	waitTicks(1)
+	cm, err := cp.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "c", metav1.GetOptions{})
+	if err != nil || cm.Data["k"] != "pushed" {
+		t.Fatalf("after the webhook tick: %v, %v", cm.Data, err)
+	}
+
+	// Asks for nothing: a replay, another branch, a bad signature.
+	if code := send(benchPush(hooks, "d-1")); code != http.StatusOK {
+		t.Errorf("replayed delivery: %d, want 200 (acknowledged, not acted on)", code)
+	}
+	other := signedGitHub(hooks, "d-2", []byte(`{"ref":"refs/heads/dev","after":"1111111111111111111111111111111111111111"}`), benchWebhookSecret)
+	if code := send(other); code != http.StatusOK {
+		t.Errorf("push to dev: %d, want 200 (ignored)", code)
+	}
+	if code := send(signedGitHub(hooks, "d-3", []byte(`{"ref":"refs/heads/main"}`), "not-the-secret")); code != http.StatusUnauthorized {
+		t.Errorf("wrong signature: %d, want 401", code)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := webhookTicks(); n != 1 {
+		t.Errorf("%d webhook ticks after a replay, a push to dev and a bad signature, want still 1", n)
+	}
+	if strings.Contains(r.log.String(), benchWebhookSecret) {
+		t.Error("the log shows the secret")
+	}
+
+	// A burst of 50 pushes (distinct deliveries) coalesces.
+	codes := map[int]int{}
+	for i := range 50 {
+		codes[send(benchPush(hooks, fmt.Sprintf("burst-%d", i)))]++
+	}
+	time.Sleep(2 * time.Second) // the ticks they asked for have run
+	burst := webhookTicks() - 1
+	t.Logf("a burst of 50 pushes: answers %v, %d ticks", codes, burst)
+	if burst < 1 || burst > 2 {
+		t.Errorf("a burst of 50 pushes gave %d ticks, want 1 or 2", burst)
+	}
+}
+
+// signedGitHub is a GitHub push delivery of body signed with secret.
+func signedGitHub(url, delivery string, body []byte, secret string) *http.Request {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", delivery)
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	return req
+}

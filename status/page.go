@@ -1,0 +1,290 @@
+package status
+
+import (
+	"context"
+	"html/template"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"recond.dev/recond/reconcile"
+)
+
+// Info is what the page says about the instance in its header.
+type Info struct {
+	Namespace, Instance string
+	// Repo is the repository's display URL; user information in it is
+	// dropped all the same.
+	Repo, Ref, Path string
+	// Observe is the observe mode (list or watch).
+	Observe  string
+	Interval time.Duration
+	// CommitURLTemplate links a revision when set: "{revision}" is replaced
+	// by the commit SHA, e.g. https://github.com/org/repo/commit/{revision}.
+	CommitURLTemplate string
+	// TraceURLTemplate links a tick's trace when set and the tick was
+	// sampled: "{trace_id}" is replaced by the trace id, e.g.
+	// http://jaeger:16686/trace/{trace_id}.
+	TraceURLTemplate string
+}
+
+// Options tune a Page.
+type Options struct {
+	// Size is how many ticks the ring keeps; 0 means 100.
+	Size int
+	// ObjectsPerPage is how many managed objects one page lists; 0 means
+	// 100.
+	ObjectsPerPage int
+	// Progress tells where the loop is (reconcile.Reconciler.Progress);
+	// nil: the page only knows the ticks that ended.
+	Progress func() reconcile.Progress
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Refresh is how often the browser reloads the main page (a meta
+	// refresh, so it works with JavaScript off); 0 means 30 s, negative
+	// never.
+	Refresh time.Duration
+}
+
+// Page is the status page. It implements reconcile.Observer: each tick's
+// end is recorded into a ring of the last Size ticks, from which every view
+// is served. Safe for concurrent use.
+type Page struct {
+	info Info
+	o    Options
+
+	mu sync.Mutex
+	// ring holds the last ticks; next is where the next one goes, n how
+	// many it holds. Records are never changed once in the ring.
+	ring []*record
+	next int
+	n    int
+	// objects are the last health assessment's, replaced as a whole (never
+	// changed in place).
+	objects          *objectSet
+	health           string
+	revision         string
+	applied          string
+	lastEnd, success time.Time
+}
+
+// objectSet is the objects of one health assessment and, rendered as they
+// are first viewed, their rows of the objects table (but the last change,
+// relative to the view).
+type objectSet struct {
+	items []Object
+	mu    sync.Mutex
+	heads []template.HTML // by item; "" until rendered
+}
+
+// rows writes the table rows of items[from:to] into b.
+func (o *objectSet) rows(b *strings.Builder, from, to int, now time.Time) {
+	o.mu.Lock()
+	if o.heads == nil {
+		o.heads = make([]template.HTML, len(o.items))
+	}
+	heads := o.heads[from:to]
+	for i := range heads {
+		if heads[i] == "" {
+			heads[i] = fragment("objhead", &o.items[from+i])
+		}
+	}
+	o.mu.Unlock()
+	for i, h := range heads {
+		b.WriteString(string(h))
+		b.WriteString("<td>")
+		writeTime(b, o.items[from+i].Changed, now)
+		b.WriteString("</td></tr>\n")
+	}
+}
+
+// New returns a Page for the instance info describes.
+func New(info Info, o Options) *Page {
+	if o.Size <= 0 {
+		o.Size = 100
+	}
+	if o.ObjectsPerPage <= 0 {
+		o.ObjectsPerPage = 100
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Refresh == 0 {
+		o.Refresh = 30 * time.Second
+	}
+	info.Repo = displayURL(info.Repo)
+	return &Page{info: info, o: o, ring: make([]*record, o.Size)}
+}
+
+// displayURL drops user information (a token in https://user:token@host)
+// from a repository URL.
+func displayURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if at := strings.LastIndex(s, "@"); err != nil && at >= 0 && strings.Contains(s[:at], "://") {
+			// Unparsable, but with user information: keep scheme and host on.
+			scheme, _, _ := strings.Cut(s, "://")
+			return scheme + "://" + s[at+1:]
+		}
+		return s
+	}
+	u.User = nil
+	return u.String()
+}
+
+var _ reconcile.Observer = (*Page)(nil)
+
+// TickStart implements reconcile.Observer.
+func (p *Page) TickStart(ctx context.Context) context.Context { return ctx }
+
+// PhaseStart implements reconcile.Observer.
+func (p *Page) PhaseStart(ctx context.Context, _ reconcile.Phase) context.Context { return ctx }
+
+// PhaseEnd implements reconcile.Observer.
+func (p *Page) PhaseEnd(context.Context, reconcile.PhaseResult, *reconcile.Result) {}
+
+// TickEnd records r (with the trace id of ctx's span when it is sampled).
+// The record is built before the lock is taken: a view never waits for the
+// compaction of a large tick.
+func (p *Page) TickEnd(ctx context.Context, r *reconcile.Result) {
+	rec := newRecord(r, traceIDOf(trace.SpanContextFromContext(ctx)), p.info.TraceURLTemplate)
+	var objects []Object
+	if r.Health != nil {
+		objects = objectsOf(r.Health)
+	}
+	end := r.Start.Add(r.Duration)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ring[p.next] = rec
+	p.next = (p.next + 1) % len(p.ring)
+	p.n = min(p.n+1, len(p.ring))
+	if r.Health != nil {
+		p.objects, p.health = &objectSet{items: objects}, string(r.Health.Status)
+	}
+	if r.Revision != "" {
+		p.revision = r.Revision
+	}
+	if r.Failure() == nil {
+		p.success = end
+		if r.Revision != "" && !r.DryRun && r.Outcome != reconcile.OutcomeOutOfSync {
+			p.applied = r.Revision
+		}
+	}
+	p.lastEnd = end
+}
+
+// snapshot is what one view reads, copied under the lock.
+type snapshot struct {
+	ticks            []*record  // newest first
+	objects          *objectSet // nil before the first health assessment
+	health           string
+	revision         string
+	applied          string
+	lastEnd, success time.Time
+	progress         reconcile.Progress
+	now              time.Time
+}
+
+func (p *Page) snapshot() snapshot {
+	var prog reconcile.Progress
+	if p.o.Progress != nil {
+		prog = p.o.Progress()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := snapshot{ticks: make([]*record, 0, p.n), objects: p.objects, health: p.health,
+		revision: p.revision, applied: p.applied, lastEnd: p.lastEnd, success: p.success, progress: prog}
+	for i := 1; i <= p.n; i++ {
+		s.ticks = append(s.ticks, p.ring[(p.next-i+len(p.ring))%len(p.ring)])
+	}
+	if p.o.Progress == nil && len(s.ticks) > 0 {
+		id := s.ticks[0].Detail.ID
+		s.progress = reconcile.Progress{Started: id, Finished: id}
+	}
+	s.now = p.o.Now()
+	return s
+}
+
+// tick returns the record of tick id and where the loop is.
+func (p *Page) tick(id uint64) (*record, reconcile.Progress, uint64) {
+	var prog reconcile.Progress
+	if p.o.Progress != nil {
+		prog = p.o.Progress()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var newest uint64
+	for i := 1; i <= p.n; i++ {
+		rec := p.ring[(p.next-i+len(p.ring))%len(p.ring)]
+		newest = max(newest, rec.Detail.ID)
+		if rec.Detail.ID == id {
+			return rec, prog, newest
+		}
+	}
+	return nil, prog, newest
+}
+
+// commitURL links a revision through the commit URL template; "" when
+// there is no template or no revision.
+func (p *Page) commitURL(rev string) string {
+	if p.info.CommitURLTemplate == "" || rev == "" {
+		return ""
+	}
+	return strings.ReplaceAll(p.info.CommitURLTemplate, "{revision}", url.PathEscape(rev))
+}
+
+// status builds the JSON view of s with objects page page (clamped).
+func (p *Page) status(s snapshot, page int) *Status {
+	st := &Status{
+		Schema: SchemaVersion, Generated: s.now.UTC(),
+		Namespace: p.info.Namespace, Instance: p.info.Instance, Repo: p.info.Repo, Ref: p.info.Ref,
+		Path: p.info.Path, Observe: p.info.Observe, IntervalSeconds: p.info.Interval.Seconds(),
+		Revision: s.revision, RevisionURL: p.commitURL(s.revision), AppliedRevision: s.applied,
+		Health:   s.health,
+		Progress: Progress{Started: s.progress.Started, Finished: s.progress.Finished, Running: s.progress.Running},
+		Ticks:    make([]Tick, 0, len(s.ticks)),
+		Objects:  p.objectPage(s.objects.list(), page),
+	}
+	if !s.lastEnd.IsZero() {
+		last := s.lastEnd.UTC()
+		st.LastTick = &last
+		if p.info.Interval > 0 {
+			next := last.Add(p.info.Interval)
+			st.NextTick = &next
+		}
+	}
+	if !s.success.IsZero() {
+		ok := s.success.UTC()
+		st.LastSuccess = &ok
+	}
+	for _, r := range s.ticks {
+		st.Ticks = append(st.Ticks, r.Detail.Tick)
+	}
+	return st
+}
+
+// list is the objects, none for a nil set.
+func (o *objectSet) list() []Object {
+	if o == nil {
+		return nil
+	}
+	return o.items
+}
+
+// objectPage is page n (from 1, clamped to the pages there are) of objs.
+func (p *Page) objectPage(objs []Object, n int) Objects {
+	per := p.o.ObjectsPerPage
+	pages := max(1, (len(objs)+per-1)/per)
+	n = min(max(n, 1), pages)
+	from := (n - 1) * per
+	to := min(from+per, len(objs))
+	items := objs[from:to:to]
+	if items == nil {
+		items = []Object{}
+	}
+	return Objects{Page: n, PerPage: per, Pages: pages, Total: len(objs), Items: items}
+}
