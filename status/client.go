@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 )
 
 // maxStatusBytes bounds the answer Fetch reads.
@@ -146,8 +147,20 @@ func WriteTable(w io.Writer, s *Status) error {
 	return nil
 }
 
-// oneLine keeps a message on one line of the table (and a tab from
-// breaking its columns).
+// oneLine keeps a message on one line of the table: a line break or a tab
+// becomes a space, and any other control character (an ANSI escape in a
+// status message some controller wrote) is dropped, so that remote text
+// cannot drive the operator's terminal.
 func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+	return Printable(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s))
+}
+
+// Printable drops the control characters of s.
+func Printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }

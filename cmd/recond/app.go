@@ -198,6 +198,9 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		rec := a.rec
 		a.webhook, err = webhook.New(webhook.Config{
 			Secret: secret, Follows: follows(o.ref), Log: log, Observe: m.WebhookRequest,
+			// A provider sends from a few addresses (behind an ingress, one):
+			// generous enough for its bursts, still a bound on a flood.
+			RatePerClient: 10, Burst: 100,
 			Request: func(ctx context.Context, _ string) uint64 {
 				return rec.Request(reconcile.TriggerWebhook, trace.SpanContextFromContext(ctx))
 			},
@@ -314,6 +317,19 @@ func (a *app) leaderConfig() leader.Config {
 	}
 }
 
+// leading reports whether this process leads its instance, and otherwise
+// who does (as far as it knows).
+func (a *app) leading() (bool, string) {
+	s := a.role.Load()
+	if s == nil {
+		return false, "not known yet"
+	}
+	if !s.Leading && s.Holder == "" {
+		return false, "not known yet"
+	}
+	return s.Leading, s.Holder
+}
+
 // observeRole records whether this process leads, for /readyz and the
 // recond_leader gauge.
 func (a *app) observeRole(s leader.State) {
@@ -354,10 +370,16 @@ func (a *app) handler() http.Handler {
 		EnableOpenMetrics: true, Registry: a.reg, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelError),
 	}))
 	if a.webhook != nil {
-		mux.Handle("POST /hooks/git", a.traced("POST /hooks/git", a.webhook))
+		mux.Handle("POST /hooks/git", a.traced("POST /hooks/git", leading(a.leading, a.webhook)))
 	}
 	if a.page != nil {
-		mux.Handle("GET /api/v1/ticks/{id}", a.page.TicksHandler())
+		switch {
+		case a.opts.statusPage:
+			mux.Handle("GET /api/v1/ticks/{id}", a.page.TicksHandler())
+		case a.syncAPI != nil:
+			// Without the page, a tick's details are for the token's holder.
+			mux.Handle("GET /api/v1/ticks/{id}", a.syncAPI.requireToken(a.page.TicksHandler()))
+		}
 		if a.opts.statusPage {
 			page := a.page.Handler()
 			mux.Handle("GET /{$}", page)
@@ -366,7 +388,7 @@ func (a *app) handler() http.Handler {
 		}
 	}
 	if a.syncAPI != nil {
-		mux.Handle("POST /api/v1/sync", a.traced("POST /api/v1/sync", a.syncAPI))
+		mux.Handle("POST /api/v1/sync", a.traced("POST /api/v1/sync", leading(a.leading, a.syncAPI)))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")

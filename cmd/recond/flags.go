@@ -146,6 +146,10 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
 	case o.observe != "watch" && o.observe != "list":
 		return nil, fmt.Errorf("--observe must be watch or list, not %q", o.observe)
+	case o.commitURLTemplate != "" && !urlTemplate(o.commitURLTemplate, "{revision}"):
+		return nil, fmt.Errorf("--commit-url-template must be an http(s) URL with {revision} in it, not %q", o.commitURLTemplate)
+	case o.traceURLTemplate != "" && !urlTemplate(o.traceURLTemplate, "{trace_id}"):
+		return nil, fmt.Errorf("--trace-url-template must be an http(s) URL with {trace_id} in it, not %q", o.traceURLTemplate)
 	case o.healthTimeout <= 0:
 		return nil, errors.New("--health-timeout must be positive")
 	case o.applyConcurrency <= 0:
@@ -171,6 +175,11 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--namespace is required outside a pod (no $POD_NAMESPACE, no service account namespace file)")
 	}
 	return o, nil
+}
+
+// urlTemplate reports whether t is an http(s) URL that names placeholder.
+func urlTemplate(t, placeholder string) bool {
+	return (strings.HasPrefix(t, "https://") || strings.HasPrefix(t, "http://")) && strings.Contains(t, placeholder)
 }
 
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

@@ -237,6 +237,16 @@ func TestFlags(t *testing.T) {
 		{name: "no repo", args: []string{"--namespace", "n"}, wantErr: "--repo is required"},
 		{name: "bad env", env: map[string]string{"RECOND_PRUNE": "maybe"}, args: []string{"--repo", "r", "--namespace", "n"}, wantErr: "RECOND_PRUNE"},
 		{name: "bad interval", args: []string{"--repo", "r", "--namespace", "n", "--interval", "0s"}, wantErr: "--interval"},
+		{name: "commit URL without placeholder", args: []string{"--repo", "r", "--namespace", "n", "--commit-url-template", "https://github.com/o/r/commit/"}, wantErr: "--commit-url-template"},
+		{name: "trace URL not http", args: []string{"--repo", "r", "--namespace", "n", "--trace-url-template", "javascript:alert({trace_id})"}, wantErr: "--trace-url-template"},
+		{name: "link templates", args: []string{"--repo", "r", "--namespace", "n", "--commit-url-template", "https://github.com/o/r/commit/{revision}",
+			"--trace-url-template", "http://jaeger:16686/trace/{trace_id}"},
+			check: func(o *options) string {
+				if o.commitURLTemplate == "" || o.traceURLTemplate == "" || !o.statusPage {
+					return fmt.Sprintf("templates %q %q, status page %v", o.commitURLTemplate, o.traceURLTemplate, o.statusPage)
+				}
+				return ""
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -403,3 +403,51 @@ func grep(s, prefix string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// A tick asked for with POST /api/v1/sync links to the request's trace: the
+// caller's W3C traceparent is honoured (the request's server span is a child
+// of it), and the tick's root span, a trace of its own, links to that span.
+func TestSyncRequestLinksToTheTick(t *testing.T) {
+	cp.Require(t)
+	j := testenv.StartJaeger(t)
+	service := traceEnv(t, j, "http/protobuf")
+	repo := testenv.NewRepo(t)
+	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
+	token := writeFile(t, "token", "trace-token")
+	r := startRun(t, "1h", true, append([]string{"--sync-token-file", token, "--leader-elect=false"}, clusterArgs(t, repo.URL())...)...)
+
+	const caller = "4bf92f3577b34da6a3ce929d0e0e4736"
+	req, _ := http.NewRequest(http.MethodPost, "http://"+r.addr+"/api/v1/sync", nil)
+	req.Header.Set("Authorization", "Bearer trace-token")
+	req.Header.Set("traceparent", "00-"+caller+"-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /api/v1/sync: %s", resp.Status)
+	}
+	ts := waitTraces(t, j, service, map[string]string{"recond.trigger": "manual"}, 1)
+	tt := newTree(t, ts[0])
+	if tt.root.TraceID == caller {
+		t.Fatal("the tick joined the caller's trace; it should be a trace of its own that links to it")
+	}
+	linked := false
+	for _, ref := range tt.root.References {
+		linked = linked || ref.RefType == "FOLLOWS_FROM" && ref.TraceID == caller
+	}
+	if !linked {
+		t.Errorf("the manual tick's root span has no link to the caller's trace %s: %+v", caller, tt.root.References)
+	}
+	// The request's own span, in the caller's trace.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		tr, err := j.Trace(caller)
+		if err == nil && len(tr.Spans) > 0 && tr.Spans[0].OperationName == "POST /api/v1/sync" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no span of the request in the caller's trace: %+v %v", tr, err)
+		}
+	}
+}

@@ -72,11 +72,14 @@ func trigger(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if t.Health != "" {
 				line += ", health " + t.Health
 			}
+			if f := t.Failure; f != nil {
+				line += fmt.Sprintf(": %s failed (%s): %s", f.Phase, f.Reason, f.Message)
+			}
+			// Remote text: no escape sequence reaches the terminal.
+			fmt.Fprintln(stdout, status.Printable(line))
 			if t.Failure != nil {
-				fmt.Fprintf(stdout, "%s: %s failed (%s): %s\n", line, t.Failure.Phase, t.Failure.Reason, t.Failure.Message)
 				return 1
 			}
-			fmt.Fprintln(stdout, line)
 			return 0
 		case err == nil && ts.State == status.StateExpired:
 			fmt.Fprintf(stderr, "recond trigger: tick %d ended, but recond no longer remembers it\n", ans.Tick)
@@ -101,12 +104,14 @@ func call(client *http.Client, req *http.Request, want int, into any) error {
 		return err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	// A tick's details are capped well below this (500 changes, their
+	// fields at 200 bytes a value).
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return err
 	}
 	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("%s %s: %s: %.200s", req.Method, req.URL.Path, resp.Status, status.Printable(strings.TrimSpace(string(body))))
 	}
 	return json.Unmarshal(body, into)
 }

@@ -57,8 +57,9 @@ type syncAPI struct {
 }
 
 func newSyncAPI(token []byte, request func(reconcile.Trigger, trace.SpanContext) uint64, log *slog.Logger) *syncAPI {
-	// Requests coalesce into one pending tick anyway; the limit bounds what
-	// a flood of them costs (authentication included).
+	// Authorized requests coalesce into one pending tick and are never
+	// limited: a flood without the token must not lock out a CI job that
+	// has it. The limit bounds what refused requests cost (their log lines).
 	return &syncAPI{digest: sha256.Sum256(token), request: request, limit: rate.NewLimiter(20, 50), log: log}
 }
 
@@ -69,12 +70,12 @@ type syncAnswer struct {
 }
 
 func (s *syncAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.limit.Allow() {
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "too many sync requests; one tick is pending already"})
-		return
-	}
 	if !s.authorized(r.Header.Get("Authorization")) {
+		if !s.limit.Allow() {
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "too many refused requests"})
+			return
+		}
 		s.log.Warn("sync request refused: no or wrong bearer token", "remote", remoteHost(r))
 		w.Header().Set("WWW-Authenticate", `Bearer realm="recond"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "a valid bearer token is required (--sync-token-file)"})
@@ -106,8 +107,36 @@ func remoteHost(r *http.Request) string {
 	return host
 }
 
+// requireToken serves h only to requests with the sync token (GET
+// /api/v1/ticks/{id} when the status page is off: a tick's details are
+// what the page would show).
+func (s *syncAPI) requireToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="recond"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "a valid bearer token is required (--sync-token-file)"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// leading serves h only while this process leads its instance: a standby's
+// loop does not run, so a tick it promised would never come.
+func leading(isLeader func() (bool, string), h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ok, holder := isLeader(); !ok {
+			w.Header().Set("Retry-After", "5")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "standby: the instance's leader is " + holder + "; ask it"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)

@@ -207,3 +207,72 @@ func signedGitHub(url, delivery string, body []byte, secret string) *http.Reques
 	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
 	return req
 }
+
+// TestEndpointsAreOffUnlessAsked: without --sync-token-file and
+// --webhook-secret-file there is no sync or webhook endpoint; with
+// --status-page=false no page, and a tick's details only with the token.
+func TestEndpointsAreOffUnlessAsked(t *testing.T) {
+	cp.Require(t)
+	repo := testenv.NewRepo(t)
+	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
+	do := func(method, url, auth string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	plain := startRun(t, "1h", true, append([]string{"--leader-elect=false"}, clusterArgs(t, repo.URL())...)...)
+	for _, path := range []string{"/api/v1/sync", "/hooks/git"} {
+		if code := do(http.MethodPost, "http://"+plain.addr+path, "Bearer x"); code != http.StatusNotFound && code != http.StatusMethodNotAllowed {
+			t.Errorf("POST %s without its flag: %d, want 404 or 405", path, code)
+		}
+	}
+	if code := do(http.MethodGet, "http://"+plain.addr+"/", ""); code != http.StatusOK {
+		t.Errorf("GET / with the status page on (the default): %d", code)
+	}
+	plain.stop()
+
+	token := writeFile(t, "token", "t0ken")
+	off := startRun(t, "1h", true, append([]string{"--leader-elect=false", "--status-page=false", "--sync-token-file", token}, clusterArgs(t, repo.URL())...)...)
+	for _, path := range []string{"/", "/ticks/1", "/api/v1/status"} {
+		if code := do(http.MethodGet, "http://"+off.addr+path, ""); code != http.StatusNotFound {
+			t.Errorf("GET %s with --status-page=false: %d, want 404", path, code)
+		}
+	}
+	if code := do(http.MethodGet, "http://"+off.addr+"/api/v1/ticks/1", ""); code != http.StatusUnauthorized {
+		t.Errorf("a tick's details without the page and without the token: %d, want 401", code)
+	}
+	if code := do(http.MethodGet, "http://"+off.addr+"/api/v1/ticks/1", "Bearer t0ken"); code != http.StatusOK {
+		t.Errorf("a tick's details with the token: %d, want 200", code)
+	}
+}
+
+// TestStandbyPromisesNoTick: a process waiting for its instance's Lease
+// answers sync requests 503 (its loop does not run; the leader's does).
+func TestStandbyPromisesNoTick(t *testing.T) {
+	cp.Require(t)
+	repo := testenv.NewRepo(t)
+	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
+	args := clusterArgs(t, repo.URL())
+	token := writeFile(t, "token", "t0ken")
+	startRun(t, "1h", true, append([]string{"--sync-token-file", token}, args...)...)
+	standby := startRun(t, "1h", false, append([]string{"--sync-token-file", token}, args...)...)
+	waitReady(t, standby.addr, standby.log) // ready as standby: it knows whom it waits for
+	req, _ := http.NewRequest(http.MethodPost, "http://"+standby.addr+"/api/v1/sync", nil)
+	req.Header.Set("Authorization", "Bearer t0ken")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("sync request to the standby: %s, want 503", resp.Status)
+	}
+}

@@ -135,7 +135,8 @@ type Span struct {
 	SpanID        string `json:"spanID"`
 	OperationName string `json:"operationName"`
 	References    []struct {
-		RefType string `json:"refType"`
+		RefType string `json:"refType"` // CHILD_OF for the parent, FOLLOWS_FROM for a link
+		TraceID string `json:"traceID"`
 		SpanID  string `json:"spanID"`
 	} `json:"references"`
 	StartTime int64 `json:"startTime"` // µs
