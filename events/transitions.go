@@ -228,6 +228,11 @@ func (t *Transitions) health(r *reconcile.Result) []Intent {
 	if r.Health == nil {
 		return nil
 	}
+	if len(t.degraded) == 0 && r.Health.Counts[health.Failed] == 0 {
+		// Nothing failed, nothing was: the common converged tick costs no
+		// pass over its objects.
+		return nil
+	}
 	var out []Intent
 	present := map[string]bool{}
 	for _, o := range r.Health.Objects {

@@ -11,27 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/health"
 )
 
 const (
-	healthDeploymentYAML = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: registry.invalid/web:1
-`
 	healthConfigMapYAML = `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -110,22 +95,11 @@ func (h *harness) writeStatus(gvr schema.GroupVersionResource, name string, stat
 	}
 }
 
-// deploymentStatus is what the Deployment controller writes: rolled out
-// (progress "NewReplicaSetAvailable") or stuck ("ProgressDeadlineExceeded").
-func deploymentStatus(progress string) func(*unstructured.Unstructured) map[string]any {
-	return func(live *unstructured.Unstructured) map[string]any {
-		progressing := "True"
-		if progress == "ProgressDeadlineExceeded" {
-			progressing = "False"
-		}
-		return map[string]any{
-			"observedGeneration": live.GetGeneration(),
-			"replicas":           int64(2), "updatedReplicas": int64(2), "readyReplicas": int64(2), "availableReplicas": int64(2),
-			"conditions": []any{
-				map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok"},
-				map[string]any{"type": "Progressing", "status": progressing, "reason": progress, "message": `ReplicaSet "web-1" progress`},
-			},
-		}
+// rollOut plays the Deployment controller (testenv.RollOut).
+func (h *harness) rollOut(progress string) {
+	h.t.Helper()
+	if err := testenv.RollOut(context.Background(), cp.Client, h.ns, "web", progress); err != nil {
+		h.t.Fatal(err)
 	}
 }
 
@@ -135,7 +109,7 @@ func deploymentStatus(progress string) func(*unstructured.Unstructured) map[stri
 // tick outcome stays about Git against the API server: converged throughout.
 func TestDeploymentHealth(t *testing.T) {
 	h := newHarness(t)
-	h.repo.Commit("web", map[string]string{"web.yaml": healthDeploymentYAML, "settings.yaml": healthConfigMapYAML})
+	h.repo.Commit("web", map[string]string{"web.yaml": testenv.DeploymentYAML, "settings.yaml": healthConfigMapYAML})
 
 	r := h.mustTick(reconcile.OutcomeApplied)
 	wantHealth(t, "applied", r, "Deployment", "web", health.InProgress, health.Progressing)
@@ -147,11 +121,11 @@ func TestDeploymentHealth(t *testing.T) {
 		t.Fatalf("the health phase did not run: %+v", r.Phases)
 	}
 
-	h.writeStatus(gvrDeployment, "web", deploymentStatus("NewReplicaSetAvailable"))
+	h.rollOut(testenv.RolledOut)
 	r = h.mustTick(reconcile.OutcomeConverged)
 	wantHealth(t, "rolled out", r, "Deployment", "web", health.Current, health.Healthy)
 
-	h.writeStatus(gvrDeployment, "web", deploymentStatus("ProgressDeadlineExceeded"))
+	h.rollOut(testenv.DeadlineExceeded)
 	r = h.mustTick(reconcile.OutcomeConverged)
 	o := wantHealth(t, "deadline exceeded", r, "Deployment", "web", health.Failed, health.Degraded)
 	if !strings.Contains(strings.ToLower(o.Message), "deadline") {
@@ -161,7 +135,7 @@ func TestDeploymentHealth(t *testing.T) {
 		t.Errorf("unhealthy = %+v, want only Deployment/web", bad)
 	}
 
-	h.writeStatus(gvrDeployment, "web", deploymentStatus("NewReplicaSetAvailable"))
+	h.rollOut(testenv.RolledOut)
 	r = h.mustTick(reconcile.OutcomeConverged)
 	wantHealth(t, "fixed", r, "Deployment", "web", health.Current, health.Healthy)
 }
@@ -172,7 +146,7 @@ func TestDeploymentHealth(t *testing.T) {
 func TestProgressDeadline(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.HealthTimeout = time.Second
-	h.repo.Commit("web", map[string]string{"web.yaml": healthDeploymentYAML})
+	h.repo.Commit("web", map[string]string{"web.yaml": testenv.DeploymentYAML})
 
 	r := h.mustTick(reconcile.OutcomeApplied)
 	wantHealth(t, "applied", r, "Deployment", "web", health.InProgress, health.Progressing)
@@ -192,7 +166,7 @@ func TestProgressDeadline(t *testing.T) {
 		t.Errorf("after a restart: message %q does not name the revision applied", o.Message)
 	}
 
-	h.repo.Commit("web 2", map[string]string{"web.yaml": strings.Replace(healthDeploymentYAML, "web:1", "web:2", 1)})
+	h.repo.Commit("web 2", map[string]string{"web.yaml": strings.Replace(testenv.DeploymentYAML, "nginx:1.27", "nginx:1.28", 1)})
 	r = h.mustTick(reconcile.OutcomeApplied)
 	wantHealth(t, "written again", r, "Deployment", "web", health.InProgress, health.Progressing)
 }
@@ -305,11 +279,11 @@ func installCRD(t *testing.T, h *harness, crdYAML, name string) {
 // write asks for a tick, so health is as fresh as drift (the interval here is
 // an hour); it is not drift, so nothing is written or counted as healed.
 func TestStatusChangeAsksForATick(t *testing.T) {
-	w := newWatched(t, map[string]string{"web.yaml": healthDeploymentYAML})
+	w := newWatched(t, map[string]string{"web.yaml": testenv.DeploymentYAML})
 	first := w.ticks()[0]
 	wantHealth(t, "applied", first, "Deployment", "web", health.InProgress, health.Progressing)
 
-	w.writeStatus(gvrDeployment, "web", deploymentStatus("NewReplicaSetAvailable"))
+	w.rollOut(testenv.RolledOut)
 	rs := w.waitFor(t, "a tick that sees the status", func(rs []*reconcile.Result) bool {
 		last := rs[len(rs)-1]
 		return last.Health != nil && last.Health.Status == health.Healthy

@@ -59,22 +59,7 @@ metadata:
 stringData:
   password: ` + gitPassword + `
 `,
-	"web.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.27
-`,
+	"web.yaml": testenv.DeploymentYAML,
 }
 
 // browser returns a headless Chromium's context, or fails the test with

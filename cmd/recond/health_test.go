@@ -3,41 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"recond.dev/recond/internal/testenv"
 )
 
-// rollout plays the Deployment controller: rolled out, or stuck with
-// ProgressDeadlineExceeded.
+// rollout plays the Deployment controller (testenv.RollOut).
 func rollout(t *testing.T, ns, progress string) {
 	t.Helper()
-	ctx := context.Background()
-	d, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	progressing := corev1.ConditionTrue
-	if progress == "ProgressDeadlineExceeded" {
-		progressing = corev1.ConditionFalse
-	}
-	n := *d.Spec.Replicas
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: progressing, Reason: progress},
-		}}
-	if _, err := cp.Client.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+	if err := testenv.RollOut(context.Background(), cp.Client, ns, "web", progress); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -66,14 +46,8 @@ func eventsOf(t *testing.T, ns string) []string {
 // a series count, and late).
 func eventsRecorded(t *testing.T, addr string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	var sum float64
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(get(t, "http://"+addr+"/metrics"), "\n") {
 		if strings.HasPrefix(l, "recond_events_total{") {
 			var v float64
 			if _, err := fmt.Sscan(l[strings.LastIndex(l, " ")+1:], &v); err == nil {
@@ -105,13 +79,7 @@ func waitEvent(t *testing.T, ns, want string, log *syncBuffer) []string {
 // metricLine returns the line of /metrics that starts with series.
 func metricLine(t *testing.T, addr, series string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(get(t, "http://"+addr+"/metrics"), "\n") {
 		if strings.HasPrefix(l, series+" ") {
 			return l
 		}
@@ -138,7 +106,7 @@ func TestHealthAndEventsEndToEnd(t *testing.T) {
 		t.Errorf("before the rollout: %q, want progressing 1", l)
 	}
 
-	rollout(t, ns, "NewReplicaSetAvailable")
+	rollout(t, ns, testenv.RolledOut)
 	waitEvent(t, ns, "RevisionHealthy ConfigMap/recond-inventory-recond", r.log)
 	if l := metricLine(t, r.addr, `recond_health_status{status="healthy"}`); !strings.HasSuffix(l, " 1") {
 		t.Errorf("rolled out: %q, want healthy 1", l)
@@ -147,7 +115,7 @@ func TestHealthAndEventsEndToEnd(t *testing.T) {
 		t.Errorf("rolled out: %q, want the time it became healthy", l)
 	}
 
-	rollout(t, ns, "ProgressDeadlineExceeded")
+	rollout(t, ns, testenv.DeadlineExceeded)
 	waitEvent(t, ns, "HealthDegraded Deployment/web", r.log)
 	if l := metricLine(t, r.addr, `recond_health_status{status="degraded"}`); !strings.HasSuffix(l, " 1") {
 		t.Errorf("stuck: %q, want degraded 1", l)
@@ -159,7 +127,7 @@ func TestHealthAndEventsEndToEnd(t *testing.T) {
 		t.Errorf("the tick line does not carry the health and the unhealthy object:\n%s", r.log.String())
 	}
 
-	rollout(t, ns, "NewReplicaSetAvailable")
+	rollout(t, ns, testenv.RolledOut)
 	waitEvent(t, ns, "HealthRecovered Deployment/web", r.log)
 
 	// One Event per transition, none for the converged ticks in between.

@@ -197,6 +197,6 @@ func TestHealthAlertsWithRealPrometheus(t *testing.T) {
 	if len(degraded) != 1 || degraded[0] != "HealthDegraded Deployment/web" {
 		t.Errorf("HealthDegraded Events %v, want one on Deployment/web", degraded)
 	}
-	rollout(t, m.ns, "NewReplicaSetAvailable")
+	rollout(t, m.ns, testenv.RolledOut)
 	m.waitFor(t, "resolved", func(as []testenv.Alert) bool { return len(as) == 0 })
 }

@@ -19,22 +19,8 @@ import (
 	"recond.dev/recond/internal/testenv"
 )
 
-const deployYAML = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-        - name: web
-          image: nginx:1.27
-`
+// deployYAML is the Deployment the tests apply and roll out.
+const deployYAML = testenv.DeploymentYAML
 
 // traceEnv points recond's exporter at Jaeger under a service name of the
 // test's own, so that its traces are told apart.

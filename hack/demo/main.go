@@ -22,7 +22,6 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -160,7 +159,7 @@ func demo(recondBin, examples string, interval time.Duration) error {
 	}
 
 	say("health: this control plane runs no controllers, so the demo writes the status the Deployment controller would (rolled out)")
-	if err := rollout(ctx, cs, ns, "NewReplicaSetAvailable"); err != nil {
+	if err := testenv.RollOut(ctx, cs, ns, "web", testenv.RolledOut); err != nil {
 		return err
 	}
 	line, err = tickLine("health_status=healthy")
@@ -211,7 +210,7 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		d.Annotations["recond.dev/revision"][:12], svc.Annotations["recond.dev/revision"][:12])
 
 	say("health: the new image never rolls out; the Deployment controller reports ProgressDeadlineExceeded")
-	if err := rollout(ctx, cs, ns, "ProgressDeadlineExceeded"); err != nil {
+	if err := testenv.RollOut(ctx, cs, ns, "web", testenv.DeadlineExceeded); err != nil {
 		return err
 	}
 	line, err = tickLine("health_status=degraded")
@@ -223,7 +222,7 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		return err
 	}
 	say("health: fixed, the rollout completes")
-	if err := rollout(ctx, cs, ns, "NewReplicaSetAvailable"); err != nil {
+	if err := testenv.RollOut(ctx, cs, ns, "web", testenv.RolledOut); err != nil {
 		return err
 	}
 	if err := waitTick("health_status=healthy"); err != nil {
@@ -321,29 +320,6 @@ func field(line, key string) string {
 		return ""
 	}
 	return m[1]
-}
-
-// rollout writes Deployment/web's status as its controller would: rolled
-// out ("NewReplicaSetAvailable") or stuck ("ProgressDeadlineExceeded").
-func rollout(ctx context.Context, cs kubernetes.Interface, ns, progress string) error {
-	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	n := *d.Spec.Replicas
-	progressing := corev1.ConditionTrue
-	if progress == "ProgressDeadlineExceeded" {
-		progressing = corev1.ConditionFalse
-	}
-	d.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: progressing, Reason: progress, Message: `ReplicaSet "web" progress`},
-		},
-	}
-	_, err = cs.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
-	return err
 }
 
 // eventCounts counts the namespace's Events by name, a repeat counted in
