@@ -38,6 +38,12 @@ type Metrics struct {
 	// phaseFailures counts failed phases by phase and reason (the closed
 	// set of reconcile.Reasons).
 	phaseFailures *prometheus.CounterVec
+	// stalls counts abandoned ticks by the phase that did not return after
+	// the tick's deadline (reconcile.AbandonAfter).
+	stalls *prometheus.CounterVec
+	// panics counts recovered panics by phase (a phase's own, or one
+	// object's write within apply).
+	panics *prometheus.CounterVec
 	// lastTick is the end of the last tick, any outcome (0 before the first).
 	lastTick prometheus.Gauge
 	// lastSuccess is the end of the last tick with no failed phase (0 until
@@ -149,6 +155,14 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		phaseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "phase_failures_total", Help: "Failed phases, by phase and reason.",
 		}, []string{"phase", "reason"}),
+		stalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "loop_stalls_total",
+			Help: "Ticks abandoned because a phase did not return after the tick's deadline, by that phase.",
+		}, []string{"phase"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "panics_total",
+			Help: "Recovered panics, by phase: the tick (or the write) failed with reason other and a stack.",
+		}, []string{"phase"}),
 		lastTick: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "last_tick_timestamp_seconds",
 			Help: "Unix time the last tick ended, any outcome; 0 before the first tick of this process.",
@@ -237,7 +251,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		}, []string{"version", "goversion"}),
 		now: time.Now,
 	}
-	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.lastTick, m.lastSuccess,
+	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.panics, m.lastTick, m.lastSuccess,
 		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge,
 		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.webhooks, m.operations, m.sourceInfo, m.buildInfo)
 
@@ -249,6 +263,8 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		for _, r := range reconcile.Reasons {
 			m.phaseFailures.WithLabelValues(string(p), string(r))
 		}
+		m.stalls.WithLabelValues(string(p))
+		m.panics.WithLabelValues(string(p))
 	}
 	for _, t := range reconcile.Triggers {
 		m.triggers.WithLabelValues(string(t))
@@ -299,11 +315,22 @@ func (m *Metrics) PhaseEnd(ctx context.Context, pr reconcile.PhaseResult, _ *rec
 	if pr.Err != nil {
 		m.phaseFailures.WithLabelValues(string(pr.Phase), string(pr.Err.Reason)).Inc()
 	}
+	if pr.Abandoned {
+		m.stalls.WithLabelValues(string(pr.Phase)).Inc()
+	}
+	if pr.Panicked {
+		m.panics.WithLabelValues(string(pr.Phase)).Inc()
+	}
 }
 
 // TickEnd records the tick's outcome, writes, counts and timestamps.
 func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 	m.ticks.WithLabelValues(string(r.Outcome)).Inc()
+	for _, op := range r.Ops {
+		if reconcile.IsPanic(op.Err) {
+			m.panics.WithLabelValues(string(reconcile.PhaseApply)).Inc()
+		}
+	}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
 		m.tickDuration.(prometheus.ExemplarObserver).ObserveWithExemplar(r.Duration.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
 	} else {

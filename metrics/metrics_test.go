@@ -410,3 +410,51 @@ func TestHealthMetrics(t *testing.T) {
 		t.Errorf("recond_health_timeout_seconds = %v, want the default %v", got, reconcile.DefaultHealthTimeout.Seconds())
 	}
 }
+
+// TestStallsAndPanics: an abandoned phase counts in recond_loop_stalls_total
+// and a recovered panic (a phase's, or one write's in apply) in
+// recond_panics_total, each by phase; other failures count in neither.
+func TestStallsAndPanics(t *testing.T) {
+	m, reg, _ := newTest(t)
+	fail := func(p reconcile.Phase) *reconcile.PhaseError {
+		return &reconcile.PhaseError{Phase: p, Reason: reconcile.ReasonTimeout, Err: errors.New("x")}
+	}
+	script(m, context.Background(), &reconcile.Result{Outcome: reconcile.OutcomeFailed, Phases: []reconcile.PhaseResult{
+		{Phase: reconcile.PhaseRead, Err: fail(reconcile.PhaseRead), Abandoned: true},
+	}})
+	script(m, context.Background(), &reconcile.Result{Outcome: reconcile.OutcomeFailed, Phases: []reconcile.PhaseResult{
+		{Phase: reconcile.PhaseDiff, Err: fail(reconcile.PhaseDiff), Panicked: true},
+	}})
+	script(m, context.Background(), &reconcile.Result{Outcome: reconcile.OutcomeFailed, Phases: []reconcile.PhaseResult{
+		{Phase: reconcile.PhaseApply, Err: fail(reconcile.PhaseApply)},
+	}, Ops: []reconcile.Operation{{Kind: "ConfigMap", Name: "a", Err: errors.New("refused")}, {Kind: "ConfigMap", Name: "b", Err: panicked(t)}}})
+	want := `
+# HELP recond_loop_stalls_total Ticks abandoned because a phase did not return after the tick's deadline, by that phase.
+# TYPE recond_loop_stalls_total counter
+recond_loop_stalls_total{phase="apply"} 0
+recond_loop_stalls_total{phase="diff"} 0
+recond_loop_stalls_total{phase="health"} 0
+recond_loop_stalls_total{phase="observe"} 0
+recond_loop_stalls_total{phase="read"} 1
+# HELP recond_panics_total Recovered panics, by phase: the tick (or the write) failed with reason other and a stack.
+# TYPE recond_panics_total counter
+recond_panics_total{phase="apply"} 1
+recond_panics_total{phase="diff"} 1
+recond_panics_total{phase="health"} 0
+recond_panics_total{phase="observe"} 0
+recond_panics_total{phase="read"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "recond_loop_stalls_total", "recond_panics_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// panicked is the error a recovered panic becomes in a phase.
+func panicked(t *testing.T) error {
+	t.Helper()
+	err := reconcile.PanicError("boom")
+	if !reconcile.IsPanic(err) {
+		t.Fatal("PanicError is not a panic")
+	}
+	return err
+}

@@ -127,7 +127,7 @@ func (r *Reconciler) inWave(ctx context.Context, st *State, changes []diff.Chang
 func call(ctx context.Context, c diff.Change, fn func(context.Context, diff.Change) outcome) (o outcome) {
 	defer func() {
 		if v := recover(); v != nil {
-			o = outcome{err: fmt.Errorf("%s/%s: panic: %v\n%s", c.Kind, c.Name, v, debug.Stack())}
+			o = outcome{err: fmt.Errorf("%s/%s: %w: %v\n%s", c.Kind, c.Name, errPanic, v, debug.Stack())}
 		}
 	}()
 	return fn(ctx, c)

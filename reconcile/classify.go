@@ -51,7 +51,7 @@ func Classify(err error) Reason {
 		return ReasonForbidden
 	case errors.As(err, &own):
 		return ReasonConflict
-	case errors.Is(err, errTickTimeout), errors.Is(err, context.DeadlineExceeded),
+	case errors.Is(err, errTickTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, errAbandoned),
 		// client-go's rate limiter refuses a wait that would pass the
 		// deadline, before the deadline, with an error of its own.
 		strings.Contains(err.Error(), "would exceed context deadline"):
@@ -78,7 +78,11 @@ func Classify(err error) Reason {
 			return ReasonUnavailable
 		}
 		return ReasonOther
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		// The machine ran out of room (a full disk or quota for the clone,
+		// no file descriptor left): like a server that is down, it passes
+		// without a change to Git or the cluster.
+		errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
 		return ReasonUnavailable
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return ReasonTimeout

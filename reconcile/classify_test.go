@@ -59,6 +59,8 @@ func TestClassify(t *testing.T) {
 		{"rate limiter", fmt.Errorf("list: client rate limiter Wait returned an error: %w", errors.New("rate: Wait(n=1) would exceed context deadline")), ReasonTimeout},
 		{"tick timeout", fmt.Errorf("%w: %w", errTickTimeout, context.Canceled), ReasonTimeout},
 		{"stopped", fmt.Errorf("%w: %w", errStopped, context.Canceled), ReasonOther},
+		{"disk full", fmt.Errorf("write pack: %w", &os.PathError{Op: "write", Path: "/cache/x", Err: syscall.ENOSPC}), ReasonUnavailable},
+		{"no file descriptor", fmt.Errorf("open: %w", syscall.EMFILE), ReasonUnavailable},
 		{"stopped by the tick timeout", fmt.Errorf("%w: %w", errStopped, errTickTimeout), ReasonTimeout},
 		{"cancelled request", &url.Error{Op: "Get", URL: "https://api", Err: context.Canceled}, ReasonOther},
 		{"anything else", errors.New("boom"), ReasonOther},

@@ -36,6 +36,24 @@ func (e *OwnershipError) Error() string {
 		len(e.Objects), joinList(e.Objects))
 }
 
+// errAbandoned is the error of a phase that did not return after its
+// tick's deadline: the tick went on without it (AbandonAfter).
+var errAbandoned = errors.New("abandoned")
+
+// errPanic marks the error a recovered panic became (a phase's, or one
+// object's write in apply): recond_panics_total counts them.
+var errPanic = errors.New("panic")
+
+// PanicError is the error a recovered panic with value v becomes.
+func PanicError(v any) error { return fmt.Errorf("%w: %v", errPanic, v) }
+
+// errPhasePanic is a phase's own panic (not one object's write in apply,
+// which apply reports as its error): PhaseResult.Panicked.
+var errPhasePanic = fmt.Errorf("%w", errPanic)
+
+// IsPanic reports whether err is, or wraps, a recovered panic.
+func IsPanic(err error) bool { return errors.Is(err, errPanic) }
+
 // errStopped is returned by the apply phase when the loop was asked to stop
 // between two objects.
 var errStopped = errors.New("stopped before the apply finished")

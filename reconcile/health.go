@@ -70,6 +70,8 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 			wrote[k] = true
 		}
 	}
+	r.progressMu.Lock()
+	defer r.progressMu.Unlock()
 	if r.progress == nil {
 		r.progress = map[string]*progress{}
 	}

@@ -50,8 +50,8 @@ func (inv *inventory) equal(o *inventory) bool {
 // loadInventory reads the inventory once per process; later ticks use the
 // copy in memory, which apply keeps current.
 func (r *Reconciler) loadInventory(ctx context.Context) (*inventory, error) {
-	if r.inv != nil {
-		return r.inv, nil
+	if inv := r.inventory(); inv != nil {
+		return inv, nil
 	}
 	gctx, span := startSpan(ctx, "recond.get", kindAttr("ConfigMap"), attribute.String("k8s.name", inventoryName(r.cfg.Name)))
 	cm, err := r.kube.Get(gctx, configMapGVK, inventoryName(r.cfg.Name))
@@ -67,7 +67,7 @@ func (r *Reconciler) loadInventory(ctx context.Context) (*inventory, error) {
 		inv.UID, inv.ResourceVersion = cm.GetUID(), cm.GetResourceVersion()
 	}
 	sortKinds(inv.Kinds)
-	r.inv = inv
+	r.setInventory(inv)
 	return inv, nil
 }
 
@@ -101,14 +101,20 @@ func parseInventory(cm *unstructured.Unstructured) (*inventory, error) {
 	return inv, nil
 }
 
-// saveInventory writes inv when it differs from what is stored.
-func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory) error {
-	if r.inv != nil && r.inv.equal(inv) {
-		return nil
-	}
+// data is the inventory ConfigMap's data, as parseInventory reads it: one
+// "<group/version> <Kind>" line per kind, and the revision.
+func (inv *inventory) data() map[string]any {
 	lines := make([]string, 0, len(inv.Kinds))
 	for _, k := range inv.Kinds {
 		lines = append(lines, k.GroupVersion().String()+" "+k.Kind)
+	}
+	return map[string]any{"kinds": strings.Join(lines, "\n"), "revision": inv.Revision}
+}
+
+// saveInventory writes inv when it differs from what is stored.
+func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory) error {
+	if cur := r.inventory(); cur != nil && cur.equal(inv) {
+		return nil
 	}
 	cm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1",
@@ -118,15 +124,30 @@ func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory) error {
 			"namespace": r.cfg.Namespace,
 			"labels":    map[string]any{LabelInventory: r.cfg.Name},
 		},
-		"data": map[string]any{"kinds": strings.Join(lines, "\n"), "revision": inv.Revision},
+		"data": inv.data(),
 	}}
 	out, err := r.kube.Apply(ctx, cm, false)
 	if err != nil {
 		return fmt.Errorf("write inventory: %w", err)
 	}
 	inv.UID, inv.ResourceVersion = out.GetUID(), out.GetResourceVersion()
-	r.inv = inv
+	r.setInventory(inv)
 	return nil
+}
+
+// inventory is the copy in memory (nil until first loaded). The lock is for
+// a phase that outlived its tick (abandoned) and returns during a later one.
+func (r *Reconciler) inventory() *inventory {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inv
+}
+
+// setInventory records what the server holds now (or held when read).
+func (r *Reconciler) setInventory(inv *inventory) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inv = inv
 }
 
 func sortKinds(k []schema.GroupVersionKind) {

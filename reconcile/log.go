@@ -22,7 +22,11 @@ func (o LogObserver) PhaseEnd(ctx context.Context, pr PhaseResult, r *Result) {
 	if pr.Err == nil {
 		return
 	}
-	o.Log.ErrorContext(ctx, "phase failed",
+	var id uint64
+	if r != nil {
+		id = r.ID
+	}
+	o.Log.ErrorContext(ctx, "phase failed", "tick_id", id,
 		"phase", string(pr.Phase), "reason", string(pr.Err.Reason), "error", pr.Err.Err.Error(),
 		"duration", pr.Duration.Round(100_000).String())
 }

@@ -59,19 +59,26 @@ const maxLinks = 32
 type Progress struct {
 	Started, Finished uint64
 	Running           bool
+	// StartedAt is when the last tick started (zero before the first).
+	StartedAt time.Time
+	// Strays is the number of phases of abandoned ticks still running
+	// (AbandonAfter); at maxStrays the loop starts no more ticks.
+	Strays int
 }
 
 // Progress tells where the loop is. Safe for concurrent use.
 func (r *Reconciler) Progress() Progress {
 	r.seq.mu.Lock()
 	defer r.seq.mu.Unlock()
-	return Progress{Started: r.seq.started, Finished: r.seq.finished, Running: r.seq.started > r.seq.finished}
+	return Progress{Started: r.seq.started, Finished: r.seq.finished, Running: r.seq.started > r.seq.finished,
+		StartedAt: r.seq.startedAt, Strays: int(r.strays.Load())}
 }
 
 // sequence numbers ticks and holds the request spans the next one links to.
 type sequence struct {
 	mu                sync.Mutex
 	started, finished uint64
+	startedAt         time.Time
 	links             []trace.SpanContext
 }
 
@@ -80,6 +87,7 @@ func (s *sequence) begin() (uint64, []trace.SpanContext) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started++
+	s.startedAt = time.Now()
 	links := s.links
 	s.links = nil
 	return s.started, links
@@ -146,8 +154,32 @@ func (d *debouncer) after(delay time.Duration, fn func()) {
 // by timeout. A failed tick is retried at the next interval, not sooner.
 // When ctx is cancelled during a tick, the tick stops reading at once and
 // stops writing after the current object; Run then returns.
+//
+// A phase that does not return within AbandonAfter of the tick's deadline is
+// abandoned: the tick fails (reason timeout) and the next one can start.
+// While maxStrays abandoned phases are still running, no tick starts (so
+// /healthz, which watches Progress, fails and the process is restarted).
 func (r *Reconciler) Run(ctx context.Context, interval, timeout time.Duration, done func(*Result)) {
-	loop{triggers: r.triggers, tick: r.TickFor}.run(ctx, interval, timeout, done)
+	loop{triggers: r.triggers, tick: r.TickFor, ready: r.waitStrays}.run(ctx, interval, timeout, done)
+}
+
+// waitStrays waits until fewer than maxStrays abandoned phases are still
+// running, or ctx is done (false).
+func (r *Reconciler) waitStrays(ctx context.Context) bool {
+	logged := false
+	for r.strays.Load() >= maxStrays {
+		if !logged {
+			r.log.Error("the loop is wedged: phases of abandoned ticks have not returned; no tick starts until one does (the liveness probe restarts the process)",
+				"strays", r.strays.Load())
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-r.strayBack:
+		}
+	}
+	return true
 }
 
 // loop is Run without the Reconciler: a coalescing one-slot trigger channel,
@@ -155,6 +187,8 @@ func (r *Reconciler) Run(ctx context.Context, interval, timeout time.Duration, d
 type loop struct {
 	triggers chan Trigger
 	tick     func(context.Context, Trigger) *Result
+	// ready, when set, is waited for before each tick; false stops the loop.
+	ready func(context.Context) bool
 }
 
 func (l loop) run(ctx context.Context, interval, timeout time.Duration, done func(*Result)) {
@@ -186,6 +220,9 @@ func (l loop) run(ctx context.Context, interval, timeout time.Duration, done fun
 		}
 		if ctx.Err() != nil {
 			// Both were ready and select picked the trigger.
+			return
+		}
+		if l.ready != nil && !l.ready(ctx) {
 			return
 		}
 		tctx, cancel := context.WithTimeoutCause(ctx, timeout, errTickTimeout)

@@ -25,15 +25,15 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 		return err
 	}
 	st.Revision, st.Fetched = rev.SHA, rev.Fetched
-	if r.rendered.sha != "" && r.rendered.sha == rev.SHA {
+	if cached := r.renderOf(rev.SHA); cached != nil {
 		// The revision did not move: its render is reused, rendering being a
 		// function of the commit alone. Only the kinds' scope, which the
 		// server decides, is checked again.
 		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", true))
-		if err := r.checkScopes(r.rendered.desired); err != nil {
+		if err := r.checkScopes(cached); err != nil {
 			return err
 		}
-		st.Desired = r.rendered.desired
+		st.Desired = cached
 		st.Counts.Desired = len(st.Desired)
 		return nil
 	}
@@ -82,8 +82,20 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 	// Only a render that passed every check is kept; the phases after read
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
+	r.mu.Lock()
 	r.rendered = renderCache{sha: rev.SHA, desired: desired}
+	r.mu.Unlock()
 	return nil
+}
+
+// renderOf is the kept render of sha, or nil.
+func (r *Reconciler) renderOf(sha string) []*unstructured.Unstructured {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rendered.sha == "" || r.rendered.sha != sha {
+		return nil
+	}
+	return r.rendered.desired
 }
 
 // checkScopes checks that every kind of a reused render is still

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -119,7 +121,18 @@ type Reconciler struct {
 	validated validatedCreates
 	// progress follows each desired object's health across ticks, for the
 	// progress deadline and for Since.
-	progress map[string]*progress
+	progress   map[string]*progress
+	progressMu sync.Mutex
+	// mu guards inv and rendered: a phase abandoned by its tick (it did not
+	// return after the tick's deadline) may return during a later tick.
+	mu sync.Mutex
+	// strays counts the phases of abandoned ticks that have not returned;
+	// strayBack is signalled when one does.
+	strays    atomic.Int32
+	strayBack chan struct{}
+	// abandonAfter is how long a phase may run past the tick's deadline (or
+	// the loop's stop) before its tick abandons it.
+	abandonAfter time.Duration
 }
 
 // renderCache is a decorated desired set and the revision it was rendered
@@ -138,7 +151,8 @@ func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observe
 	salt := make([]byte, 32)
 	_, _ = rand.Read(salt)
 	r := &Reconciler{cfg: cfg, src: src, kube: kube, live: cfg.Live, log: log, observers: observers,
-		equivalent: newEquivalence(), salt: salt, triggers: make(chan Trigger, 1), heal: newHealer()}
+		equivalent: newEquivalence(), salt: salt, triggers: make(chan Trigger, 1), heal: newHealer(),
+		strayBack: make(chan struct{}, 1), abandonAfter: AbandonAfter}
 	if r.live == nil {
 		r.live = kube
 	}

@@ -91,6 +91,12 @@ type PhaseResult struct {
 	// Aside is set for a phase whose failure is not the tick's (health):
 	// Failure and the outcome ignore it; metrics, spans and logs do not.
 	Aside bool
+	// Abandoned is set when the phase did not return within AbandonAfter
+	// of the tick's deadline: the tick failed with reason timeout and went
+	// on without it (recond_loop_stalls_total).
+	Abandoned bool
+	// Panicked is set when the phase panicked (recond_panics_total).
+	Panicked bool
 }
 
 // Operation is one write to the API server that the apply phase made (or

@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -94,8 +96,17 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 				defer cancel()
 			}
 		}
-		ok := r.runPhase(pctx, ph, st, res)
-		succeeded[ph.p], failed = ok, failed || !ok && !ph.aside
+		// What the phases before this one left, for the tick's result if
+		// this one is abandoned: its goroutine keeps st.
+		before := *st
+		ok, abandoned := r.runPhase(pctx, ph, st, res)
+		// An abandoned phase fails the tick even aside: the loop stalled.
+		succeeded[ph.p], failed = ok, failed || !ok && (!ph.aside || abandoned)
+		if abandoned {
+			// No later phase runs beside the one still running.
+			st = &before
+			break
+		}
 	}
 	if !planOnly {
 		res.Heals = r.heal.healed(res.Start, st.Ops, time.Now())
@@ -116,8 +127,8 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
 	res.Rejected, res.RevisionApplied, res.Health = st.Rejected, st.RevisionApplied, st.Health
 	res.Inventory = ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: inventoryName(r.cfg.Name)}
-	if r.inv != nil {
-		res.Inventory.UID, res.Inventory.ResourceVersion = r.inv.UID, r.inv.ResourceVersion
+	if inv := r.inventory(); inv != nil {
+		res.Inventory.UID, res.Inventory.ResourceVersion = inv.UID, inv.ResourceVersion
 	}
 	res.Duration = time.Since(res.Start)
 	switch {
@@ -137,15 +148,18 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 }
 
 // runPhase is the one wrapper every phase runs in: it tells the observers,
-// times the phase, recovers a panic, and classifies the error once.
-func (r *Reconciler) runPhase(ctx context.Context, ph phase, st *State, res *Result) bool {
+// times the phase, recovers a panic, abandons a phase that outlives the
+// tick's deadline, and classifies the error once. It reports whether the
+// phase succeeded and whether it was abandoned (it is still running).
+func (r *Reconciler) runPhase(ctx context.Context, ph phase, st *State, res *Result) (bool, bool) {
 	p := ph.p
 	for _, o := range r.observers {
 		ctx = o.PhaseStart(ctx, p)
 	}
 	start := time.Now()
-	err := safeRun(ctx, ph.fn, st)
-	pr := PhaseResult{Phase: p, Duration: time.Since(start), Aside: ph.aside}
+	err, abandoned := r.runBounded(ctx, ph, st)
+	pr := PhaseResult{Phase: p, Duration: time.Since(start), Aside: ph.aside && !abandoned, Abandoned: abandoned,
+		Panicked: errors.Is(err, errPhasePanic)}
 	if err != nil {
 		if cause := context.Cause(ctx); cause == errTickTimeout {
 			err = fmt.Errorf("%w: %w", cause, err)
@@ -156,13 +170,73 @@ func (r *Reconciler) runPhase(ctx context.Context, ph phase, st *State, res *Res
 	for i := len(r.observers) - 1; i >= 0; i-- {
 		r.observers[i].PhaseEnd(ctx, pr, res)
 	}
-	return err == nil
+	return err == nil, abandoned
+}
+
+// AbandonAfter is how long a phase may go on after its context is done (the
+// tick's deadline; for the phases but apply, also the loop's stop) before
+// the tick abandons it: the tick fails in that phase with reason timeout,
+// recond_loop_stalls_total counts it, and the next tick can start. A phase
+// that honours its context returns well within it.
+const AbandonAfter = 2 * time.Second
+
+// maxStrays is how many abandoned phases may still be running before the
+// loop starts no more ticks: a process whose phases wedge one after the
+// other is then restarted by its liveness probe (/healthz fails when no
+// tick started for a while), rather than piling goroutines up.
+const maxStrays = 2
+
+// runBounded runs the phase in a goroutine of its own and waits for it, or,
+// once ctx is done, for abandonAfter more. An abandoned phase keeps its
+// goroutine (Go cannot stop it) and counts as a stray until it returns.
+func (r *Reconciler) runBounded(ctx context.Context, ph phase, st *State) (error, bool) {
+	const (
+		running int32 = iota
+		returned
+		abandoned
+	)
+	var state atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		err := safeRun(ctx, ph.fn, st)
+		if !state.CompareAndSwap(running, returned) {
+			// Abandoned: nobody waits for err.
+			r.strays.Add(-1)
+			select {
+			case r.strayBack <- struct{}{}:
+			default:
+			}
+			r.log.Warn("an abandoned phase returned", "phase", string(ph.p), "error", err)
+			return
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err, false
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(r.abandonAfter)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err, false
+	case <-t.C:
+	}
+	// Counted before the phase can see it abandoned, so that Strays is
+	// never below 0.
+	r.strays.Add(1)
+	if !state.CompareAndSwap(running, abandoned) {
+		r.strays.Add(-1)
+		return <-done, false
+	}
+	return fmt.Errorf("%w: the %s phase did not return within %s of its context's end", errAbandoned, ph.p, r.abandonAfter), true
 }
 
 func safeRun(ctx context.Context, fn phaseFunc, st *State) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+			err = fmt.Errorf("%w: %v\n%s", errPhasePanic, v, debug.Stack())
 		}
 	}()
 	return fn(ctx, st)

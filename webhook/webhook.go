@@ -266,23 +266,31 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, hd headers, clie
 // read reads the whole body, or fails with the status to answer: 413 as
 // soon as more than MaxBody bytes are read (or announced), 408 when the
 // read deadline passes, 400 for any other failure.
-func (h *handler) read(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
+func (h *handler) read(w http.ResponseWriter, r *http.Request) (body []byte, status int, err error) {
 	if r.ContentLength > h.cfg.MaxBody {
 		// The body is not read at all; the connection is not reused.
 		w.Header().Set("Connection", "close")
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("content length %d over %d", r.ContentLength, h.cfg.MaxBody)
 	}
 	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(h.cfg.ReadTimeout)); err == nil {
+	if rc.SetReadDeadline(time.Now().Add(h.cfg.ReadTimeout)) == nil {
 		// The server does not clear a deadline set here before the next
-		// request on a kept-alive connection.
-		defer rc.SetReadDeadline(time.Time{})
+		// request on a kept-alive connection: clear it after a whole body.
+		// After a failed read it stays: the server drains what is left of
+		// the body before it answers the next request, and a client that
+		// sends it a byte at a time would hold the connection open for as
+		// long as it likes.
+		defer func() {
+			if err == nil {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
+		}()
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
 		buf.Grow(int(r.ContentLength))
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
+	_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case err == nil:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -357,6 +358,58 @@ func TestSlowBody(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("answered after %v, read timeout 200ms", d)
+	}
+}
+
+// TestSlowBodyClosesTheConnection: a client that sends its body a byte at a
+// time gets its 408 at the read timeout, and then the connection is closed,
+// however long it goes on sending: the server must not drain the rest of the
+// body without a deadline.
+func TestSlowBodyClosesTheConnection(t *testing.T) {
+	var rec recorder
+	c := acceptedCases(t)[GitHub]
+	cfg := rec.config(c.Follows)
+	cfg.ReadTimeout = 200 * time.Millisecond
+	srv := serve(t, cfg)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var head strings.Builder
+	fmt.Fprintf(&head, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n")
+	for k, vs := range c.header(testSecret, nil) {
+		for _, v := range vs {
+			fmt.Fprintf(&head, "%s: %s\r\n", k, v)
+		}
+	}
+	head.WriteString("\r\n")
+	if _, err := io.WriteString(conn, head.String()); err != nil {
+		t.Fatal(err)
+	}
+	// A byte every 20 ms for up to 40 s: the body is never complete.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for range 2000 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := conn.Write([]byte("x")); err != nil {
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	answer, err := io.ReadAll(conn) // until the server closes the connection
+	if err != nil {
+		t.Fatalf("the connection stayed open %v after the request began (%v); answer so far %q", time.Since(start), err, answer)
+	}
+	if !strings.HasPrefix(string(answer), "HTTP/1.1 408") {
+		t.Errorf("answer = %q, want 408", answer)
 	}
 }
 

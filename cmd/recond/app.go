@@ -52,6 +52,10 @@ type app struct {
 	metrics *metrics.Metrics
 	coord   coordinationv1.CoordinationV1Interface
 	ready   atomic.Bool
+	// loopSince is when the loop started (Unix ns; 0 while it does not
+	// run: a standby); progress is where it is (the Reconciler's).
+	loopSince atomic.Int64
+	progress  func() reconcile.Progress
 	// role is this process's leader.State (nil before the election).
 	role atomic.Pointer[leader.State]
 	// cache feeds observe with --observe=watch (nil with list).
@@ -183,13 +187,14 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		}
 		// The caches start with the first tick's observe, before its first
 		// write, so that no drift is missed; they live as long as the app.
-		a.cache, err = watch.New(context.Background(), dyn, kube, o.namespace, watch.Options{Log: log, OnEvent: a.changed})
+		a.cache, err = watch.New(context.Background(), dyn, kube, o.namespace, watch.Options{Log: log, OnEvent: a.changed, StaleAfter: o.watchStaleAfter})
 		if err != nil {
 			return nil, err
 		}
 		rcfg.Live = watchLive{a.cache}
 	}
 	a.rec = reconcile.New(rcfg, src, kube, log, observers...)
+	a.progress = a.rec.Progress
 	if o.webhookSecretFile != "" {
 		secret, err := readSecretFile("--webhook-secret-file", o.webhookSecretFile)
 		if err != nil {
@@ -286,6 +291,8 @@ func (a *app) run(ctx context.Context) int {
 		a.log.Info("serving", "address", ln.Addr().String())
 	}
 	loop := func(ctx context.Context) {
+		a.loopSince.Store(time.Now().UnixNano())
+		defer a.loopSince.Store(0)
 		a.rec.Run(ctx, a.opts.interval, a.opts.tickTimeout, func(r *reconcile.Result) {
 			if r.Failure() == nil {
 				a.ready.Store(true)
@@ -308,6 +315,40 @@ func (a *app) run(ctx context.Context) int {
 	a.flush()
 	a.log.Info("recond stopped")
 	return code
+}
+
+// stallAfter is how long the running loop may go without starting a tick
+// before /healthz fails: 3 intervals, or, when ticks may take longer, the
+// longest a tick can take (its timeout and the time an abandoned phase is
+// given) and an interval.
+func (a *app) stallAfter() time.Duration {
+	return max(3*a.opts.interval, a.opts.tickTimeout+reconcile.AbandonAfter+a.opts.interval)
+}
+
+// wedged says why the loop is wedged: it runs (this process leads) and has
+// started no tick for stallAfter. "" when it is not.
+func (a *app) wedged(now time.Time) string {
+	since := a.loopSince.Load()
+	if since == 0 {
+		return "" // a standby, or not started yet: nothing to tick
+	}
+	last := time.Unix(0, since)
+	p := a.progress()
+	if p.StartedAt.After(last) {
+		last = p.StartedAt
+	}
+	d := now.Sub(last)
+	if d <= a.stallAfter() {
+		return ""
+	}
+	msg := fmt.Sprintf("the loop has started no tick for %s (limit %s)", d.Round(time.Second), a.stallAfter())
+	if p.Strays > 0 {
+		msg += fmt.Sprintf("; %d phase(s) of abandoned ticks still running", p.Strays)
+	}
+	if p.Running {
+		msg += fmt.Sprintf("; tick %d still running", p.Started)
+	}
+	return msg + "\n"
 }
 
 func (a *app) leaderConfig() leader.Config {
@@ -391,6 +432,12 @@ func (a *app) handler() http.Handler {
 		mux.Handle("POST /api/v1/sync", a.traced("POST /api/v1/sync", leading(a.leading, a.syncAPI)))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		// Alive is not the same as ticks succeeding (/readyz, the alerts):
+		// only a loop that starts no tick is one a restart can help.
+		if msg := a.wedged(time.Now()); msg != "" {
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -11,6 +11,7 @@ import (
 
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/watch"
 )
 
 // options are the parsed flags.
@@ -40,6 +41,7 @@ type options struct {
 
 	observe          string
 	applyConcurrency int
+	watchStaleAfter  time.Duration
 
 	healthTimeout time.Duration
 	healthRules   string
@@ -86,6 +88,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	o.observe = "list" // sync and diff tick once: nothing to keep watching
 	if cmd == "run" {
 		fs.StringVar(&o.observe, "observe", "watch", "how live objects are observed: watch (caches fed by watches; a change by someone else triggers a tick at once) or list (a LIST per kind at every tick; for RBAC without watch)")
+		fs.DurationVar(&o.watchStaleAfter, "watch-stale-after", watch.DefaultStaleAfter, "with --observe=watch: a cache that has seen no event and no bookmark for this long is restarted (a fresh LIST and a new watch) by the tick that reads it, so that a stalled watch cannot hide drift")
 	}
 	fs.IntVar(&o.applyConcurrency, "apply-concurrency", 8, "most writes (and validating dry runs) made at once within one dependency wave")
 	fs.DurationVar(&o.healthTimeout, "health-timeout", reconcile.DefaultHealthTimeout, "how long an object may stay in progress after recond last applied a change to it (or after it started progressing without one) before its health is failed (\"progress deadline\")")
@@ -142,10 +145,12 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--interval must be positive")
 	case o.tickTimeout < 0:
 		return nil, errors.New("--tick-timeout must not be negative")
-	case o.kubeQPS <= 0 || o.kubeBurst <= 0:
+	case !(o.kubeQPS > 0) || o.kubeBurst <= 0: // !(> 0) also refuses NaN
 		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
 	case o.observe != "watch" && o.observe != "list":
 		return nil, fmt.Errorf("--observe must be watch or list, not %q", o.observe)
+	case o.observe == "watch" && o.watchStaleAfter <= 0:
+		return nil, errors.New("--watch-stale-after must be positive")
 	case o.commitURLTemplate != "" && !urlTemplate(o.commitURLTemplate, "{revision}"):
 		return nil, fmt.Errorf("--commit-url-template must be an http(s) URL with {revision} in it, not %q", o.commitURLTemplate)
 	case o.traceURLTemplate != "" && !urlTemplate(o.traceURLTemplate, "{trace_id}"):

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,10 +28,21 @@ const FieldManager = "recond"
 // Client talks to the API server on behalf of one namespace.
 type Client struct {
 	dyn       dynamic.Interface
-	mapper    meta.RESTMapper
+	mapper    meta.ResettableRESTMapper
 	types     *fieldtypes.Types
 	namespace string
+	// now is the clock of the discovery refreshes (time.Now).
+	now func() time.Time
+
+	mu        sync.Mutex
+	lastReset time.Time // last discovery refresh for an unknown kind
 }
+
+// RediscoverAfter is the least time between two discovery refreshes made
+// because a kind was not known: a kind whose CRD is installed later is seen
+// within it, and a commit naming a kind that never comes costs at most one
+// refresh per RediscoverAfter, however many ticks and objects ask.
+const RediscoverAfter = 2 * time.Second
 
 // New builds a Client for namespace from cfg. cfg may carry a wrapped
 // transport (for tracing); New does not change it.
@@ -58,11 +71,12 @@ func NewForHTTP(cfg *rest.Config, httpClient *http.Client, namespace string) (*C
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	// The deferred mapper caches discovery and resets the cache once when
-	// asked for a kind it does not know (a CRD installed since), so a known
-	// kind costs no API call and a new one costs one refresh.
+	// The deferred mapper caches discovery, so a known kind costs no API
+	// call. It resets the cache itself only until the cache was filled
+	// once; Mapping refreshes it for an unknown kind (a CRD installed
+	// since), at most once per RediscoverAfter.
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return &Client{dyn: dyn, mapper: mapper, types: fieldtypes.NewForDiscovery(dc), namespace: namespace}, nil
+	return &Client{dyn: dyn, mapper: mapper, types: fieldtypes.NewForDiscovery(dc), namespace: namespace, now: time.Now}, nil
 }
 
 // FieldTypes tells, from the server's OpenAPI v3 schemas, which fields are
@@ -80,10 +94,27 @@ func (c *Client) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 		versions = []string{gvk.Version}
 	}
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), versions...)
+	if meta.IsNoMatchError(err) && c.rediscover() {
+		m, err = c.mapper.RESTMapping(gvk.GroupKind(), versions...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resolve kind %s: %w", gvk.String(), err)
 	}
 	return m, nil
+}
+
+// rediscover drops the cached discovery, unless that was done less than
+// RediscoverAfter ago; it reports whether it did.
+func (c *Client) rediscover() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if !c.lastReset.IsZero() && now.Sub(c.lastReset) < RediscoverAfter {
+		return false
+	}
+	c.lastReset = now
+	c.mapper.Reset()
+	return true
 }
 
 func (c *Client) resource(gvk schema.GroupVersionKind) (dynamic.ResourceInterface, schema.GroupVersionKind, error) {

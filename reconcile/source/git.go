@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -23,6 +25,7 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // Config says where the manifests live and how to reach them.
@@ -100,6 +103,13 @@ type Source struct {
 	sshUser, sshAddr     string // ssh login and host:port (for known_hosts)
 
 	cache string // bare clone for remote sources: CacheDir/<hash of remote>
+
+	// suspect is a revision whose render failed for a reason that may be
+	// the clone's (a damaged object it had not read at fetch), to be
+	// cloned afresh by the next Fetch; rebuilt is the last one that was,
+	// so that a commit that is bad in itself costs one fresh clone only.
+	mu               sync.Mutex
+	suspect, rebuilt string
 }
 
 // New validates cfg and returns a Source. It does not touch the network or
@@ -323,12 +333,17 @@ func (s *Source) Fetch(ctx context.Context) (Revision, error) {
 		mu := cacheLock(s.cache)
 		mu.Lock()
 		defer mu.Unlock()
-		rev, err = s.fetchRemote(ctx)
+		if sha := s.takeSuspect(); sha != "" {
+			// The clone's objects of sha could not all be read: start over.
+			_ = os.RemoveAll(s.cache)
+		}
+		rev, err = s.fetchChecked(ctx)
 		if err != nil && ctx.Err() == nil && brokenCache(err) {
 			// Shallow clones updated in place occasionally end up missing
-			// objects; a fresh clone is cheap at depth 1.
+			// objects, and a disk or a cleaner can damage any file of the
+			// clone; a fresh clone is cheap at depth 1.
 			if rmErr := os.RemoveAll(s.cache); rmErr == nil {
-				rev, err = s.fetchRemote(ctx)
+				rev, err = s.fetchChecked(ctx)
 			}
 		}
 	}
@@ -389,6 +404,66 @@ func (s *Source) fetchLocal() (Revision, error) {
 		return Revision{}, err
 	}
 	return Revision{SHA: c.String(), tip: h}, nil
+}
+
+// renderFailed notes that rendering sha failed with err: unless err is the
+// commit's own fault (a *ManifestError that is not about reading an object)
+// or a stop, the next Fetch clones afresh, once per revision.
+func (s *Source) renderFailed(sha string, err error) {
+	var me *ManifestError
+	if s.kind == kindLocal || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &me) && !readFault(err) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rebuilt != sha {
+		s.suspect = sha
+	}
+}
+
+// takeSuspect returns the revision to clone afresh for ("" for none) and
+// remembers it was.
+func (s *Source) takeSuspect() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sha := s.suspect
+	if sha != "" {
+		s.suspect, s.rebuilt = "", sha
+	}
+	return sha
+}
+
+// readFault reports whether err is go-git failing to read an object of the
+// clone (missing, or damaged beyond what its types tell).
+func readFault(err error) bool {
+	msg := err.Error()
+	return errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(msg, "invalid git object") || strings.Contains(msg, "malformed IDX") ||
+		strings.Contains(msg, "zlib: invalid") || strings.Contains(msg, "packfile")
+}
+
+// fetchChecked is fetchRemote, then a read of the revision's commit and root
+// tree through a clone opened afresh, as Render will read it: a damaged pack
+// or index that the fetching Repository did not need (it held the objects in
+// memory) is found here, where the clone can still be rebuilt.
+func (s *Source) fetchChecked(ctx context.Context) (Revision, error) {
+	rev, err := s.fetchRemote(ctx)
+	if err != nil {
+		return rev, err
+	}
+	repo, err := git.PlainOpen(s.cache)
+	if err != nil {
+		return Revision{}, &cacheError{fmt.Errorf("reopen: %w", err)}
+	}
+	c, err := repo.CommitObject(plumbing.NewHash(rev.SHA))
+	if err == nil {
+		_, err = c.Tree()
+	}
+	if err != nil {
+		return Revision{}, &cacheError{fmt.Errorf("read commit %s: %w", rev.SHA, err)}
+	}
+	return rev, nil
 }
 
 func (s *Source) fetchRemote(ctx context.Context) (Revision, error) {
@@ -513,8 +588,17 @@ func peel(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
 }
 
 // open opens the repository Render reads from: the local repository, or
-// the cache of a remote one.
+// the cache of a remote one. Its large objects are streamed when read (see
+// streamLarge), so that looking at an object's size never costs its content.
 func (s *Source) open() (*git.Repository, error) {
+	repo, err := s.openPlain()
+	if err != nil {
+		return nil, err
+	}
+	return streamLarge(repo)
+}
+
+func (s *Source) openPlain() (*git.Repository, error) {
 	if s.kind == kindLocal {
 		repo, err := git.PlainOpenWithOptions(s.local, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 		if errors.Is(err, git.ErrRepositoryNotExists) {
@@ -550,18 +634,52 @@ func (s *Source) openCache() (*git.Repository, error) {
 	return repo, nil
 }
 
+// errCredentials marks a credentials file that cannot be read: not the
+// clone's fault.
+var errCredentials = errors.New("read credentials")
+
 // cacheError is a problem with the local clone that starting over may fix.
 type cacheError struct{ err error }
 
 func (e *cacheError) Error() string { return "cache: " + e.err.Error() }
 func (e *cacheError) Unwrap() error { return e.err }
 
-// brokenCache reports whether err suggests the cached clone is damaged or
-// unusable (rather than a network, auth or ref problem).
+// brokenCache reports whether err may come from the cached clone (and a
+// fresh one may not fail): every error but those of the remote, the network,
+// the credentials, a missing ref or a stop. A damaged clone fails in more
+// ways than go-git has types for (garbage in a pack is "invalid git object",
+// in an index "malformed IDX file", a truncated file io.ErrUnexpectedEOF), so
+// what is rebuilt is decided by what is not the clone's: a needless rebuild
+// costs one depth-1 clone, a missed one fails every tick forever.
 func brokenCache(err error) bool {
-	var ce *cacheError
-	return errors.As(err, &ce) || errors.Is(err, plumbing.ErrObjectNotFound) ||
-		strings.Contains(err.Error(), "shallow")
+	// go-git hides a transport's failure (a *url.Error, a *githttp.Err for
+	// a 5xx) in a plumbing.UnexpectedError without Unwrap.
+	err = wrapGoGit(err)
+	var (
+		ce      *cacheError
+		urlErr  *url.Error
+		opErr   *net.OpError
+		httpErr *githttp.Err
+		keyErr  *knownhosts.KeyError
+	)
+	switch {
+	case errors.As(err, &ce), errors.Is(err, plumbing.ErrObjectNotFound):
+		return true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, plumbing.ErrReferenceNotFound),
+		errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		errors.Is(err, transport.ErrInvalidAuthMethod), errors.Is(err, transport.ErrRepositoryNotFound),
+		errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, errCredentials),
+		// (Not net.Error: syscall.Errno is one, and a full disk is the
+		// clone's.)
+		errors.As(err, &urlErr), errors.As(err, &opErr),
+		errors.As(err, &httpErr), errors.As(err, &keyErr),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		strings.Contains(err.Error(), "ssh: unable to authenticate"):
+		return false
+	}
+	return true
 }
 
 // cacheLocks serialises work on one cache directory across Sources.
@@ -586,7 +704,7 @@ func (s *Source) auth() (transport.AuthMethod, error) {
 			}
 			b, err := os.ReadFile(f)
 			if err != nil {
-				return nil, fmt.Errorf("read credentials: %w", err)
+				return nil, fmt.Errorf("%w: %w", errCredentials, err)
 			}
 			password = strings.TrimRight(string(b), " \t\r\n")
 		}

@@ -2,8 +2,11 @@ package source
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -11,11 +14,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
 func TestNew(t *testing.T) {
@@ -561,5 +566,105 @@ func TestResolveAdvertised(t *testing.T) {
 	refs = []*plumbing.Reference{plumbing.NewHashReference(plumbing.HEAD, h2)}
 	if name, hash, err := resolveAdvertised(refs, ""); err != nil || name != plumbing.HEAD || hash != h2 {
 		t.Errorf("resolveAdvertised(detached HEAD) = %s, %s, %v", name, hash, err)
+	}
+}
+
+// TestBrokenCache: every error that is not the remote's, the network's, the
+// credentials', a missing ref's or a stop's may come from the clone, which
+// is then rebuilt: also the damage go-git has no type for (garbage in a pack
+// or an index, a truncated file).
+func TestBrokenCache(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"cache error", &cacheError{errors.New("reopen")}, true},
+		{"object missing", fmt.Errorf("x: %w", plumbing.ErrObjectNotFound), true},
+		{"garbage in a pack", errors.New("object 0123: invalid git object: type \"unknown\""), true},
+		{"garbage in an index", errors.New("malformed IDX file"), true},
+		{"truncated file", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{"disk full", fmt.Errorf("write: %w", syscall.ENOSPC), true},
+		{"stopped", fmt.Errorf("x: %w", context.Canceled), false},
+		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), false},
+		{"ref missing", fmt.Errorf("ref %q: %w", "main", plumbing.ErrReferenceNotFound), false},
+		{"authentication", transport.ErrAuthenticationRequired, false},
+		{"authorization", transport.ErrAuthorizationFailed, false},
+		{"no repository", transport.ErrRepositoryNotFound, false},
+		{"credentials file", fmt.Errorf("%w: %w", errCredentials, os.ErrNotExist), false},
+		{"network", &url.Error{Op: "Get", URL: "https://h", Err: errors.New("dial")}, false},
+		{"network, as go-git returns it", plumbing.NewUnexpectedError(&url.Error{Op: "Get", URL: "https://h", Err: syscall.ECONNREFUSED}), false},
+		{"server error, as go-git returns it", plumbing.NewUnexpectedError(&githttp.Err{Response: &http.Response{StatusCode: 503}}), false},
+		{"too many requests, as go-git returns it", plumbing.NewUnexpectedError(&githttp.Err{Response: &http.Response{StatusCode: 429}}), false},
+		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), false},
+		{"ssh key refused", errors.New("ssh: unable to authenticate, attempted methods [none publickey]"), false},
+	} {
+		if got := brokenCache(tc.err); got != tc.want {
+			t.Errorf("%s: brokenCache(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestDamagedObjectIsClonedAfresh: an object of the clone that Fetch did
+// not read (a blob, damaged in the pack after the fetch) fails the render;
+// the next Fetch clones afresh, and the render works again, once per
+// revision. A commit that fails in itself costs no fresh clone.
+func TestDamagedObjectIsClonedAfresh(t *testing.T) {
+	f := newRemoteFixture(t, nil)
+	// A blob big enough to sit in the pack's tail, after commit and trees.
+	// (Hex of a hash chain, so that it does not compress away.)
+	var noise strings.Builder
+	h := sha256.Sum256([]byte("seed"))
+	for noise.Len() < 200_000 {
+		h = sha256.Sum256(h[:])
+		noise.WriteString(hex.EncodeToString(h[:]))
+	}
+	big := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  k: \"" + noise.String() + "\"\n"
+	c0 := f.repo.commit(map[string]string{"cm.yaml": cm("zero"), "big.yaml": big})
+	s := mustNew(t, Config{URL: f.url, Ref: "master", CacheDir: t.TempDir()})
+	if rev := mustFetch(t, s); rev.SHA != c0 {
+		t.Fatalf("fetched %s, want %s", rev.SHA, c0)
+	}
+	packs, _ := filepath.Glob(filepath.Join(s.cache, "objects", "pack", "*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("packs in the clone: %v, want 1", packs)
+	}
+	b, err := os.ReadFile(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Garbage over the middle of the big blob's compressed bytes (the pack
+	// ends with a 20-byte checksum).
+	for i := len(b) - 2000; i < len(b)-1000; i++ {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(packs[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Render(context.Background(), c0); err == nil {
+		t.Fatal("Render() of a damaged blob succeeded: the damage missed it")
+	}
+	if rev := mustFetch(t, s); rev.SHA != c0 || !rev.Fetched {
+		t.Fatalf("Fetch() after a render that could not read the clone = %+v, want a fresh clone of %s", rev, c0)
+	}
+	if _, err := s.Render(context.Background(), c0); err != nil {
+		t.Fatalf("Render() after the fresh clone: %v", err)
+	}
+	// A read fault that a fresh clone did not cure is not cloned for again.
+	readErr := fmt.Errorf("blob: %w", io.ErrUnexpectedEOF)
+	s.renderFailed(c0, readErr)
+	if sha := s.takeSuspect(); sha != "" {
+		t.Errorf("a revision cloned afresh once is cloned for again after a read fault (%s)", sha)
+	}
+	// A commit bad in itself (invalid YAML) is not the clone's fault.
+	c1 := f.repo.commit(map[string]string{"cm.yaml": "kind: [", "big.yaml": big})
+	mustFetch(t, s)
+	for range 2 {
+		if _, err := s.Render(context.Background(), c1); err == nil {
+			t.Fatal("Render() of invalid YAML succeeded")
+		}
+		if rev := mustFetch(t, s); rev.Fetched {
+			t.Errorf("Fetch() after a render that failed on the commit's content cloned afresh (%+v)", rev)
+		}
 	}
 }

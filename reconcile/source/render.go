@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -70,6 +71,7 @@ func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
 	}
 	ms, err := s.render(ctx, sha)
 	if err != nil {
+		s.renderFailed(sha, err)
 		return nil, fmt.Errorf("render %s at %s: %w", s.display, sha[:12], err)
 	}
 	return ms, nil
@@ -103,7 +105,7 @@ func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
 			return s.kustomize(ctx, root, b)
 		}
 	}
-	return readDir(ctx, root, dir, s.dir, b)
+	return readDir(ctx, repo.Storer, root, dir, s.dir, b)
 }
 
 // readDir decodes every manifest file below dir (whose path in the
@@ -111,26 +113,33 @@ func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
 // (".github/...") are skipped. A symbolic link is followed when it leads
 // to a file inside the repository (its content is read under the link's
 // name); one that dangles, leads outside or leads to a directory fails the
-// render, as does a file that cannot be read.
-func readDir(ctx context.Context, root, dir *object.Tree, base string, b *budget) ([]Manifest, error) {
-	var files []*object.File
-	err := dir.Files().ForEach(func(f *object.File) error {
-		if hidden(f.Name) {
-			return nil
-		}
-		if f.Mode == filemode.Symlink {
-			files = append(files, f)
-			return nil
-		}
-		if isManifest(f.Name) {
-			files = append(files, f)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, &ManifestError{File: base, Err: err}
+// render, as does a file that cannot be read. Only the tree is walked up
+// front: each blob is looked up when its turn comes, and read only once its
+// size has passed the limits.
+func readDir(ctx context.Context, st storer.EncodedObjectStorer, root, dir *object.Tree, base string, b *budget) ([]Manifest, error) {
+	type entry struct {
+		name string
+		e    object.TreeEntry
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	var files []entry
+	w := object.NewTreeWalker(dir, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, &ManifestError{File: base, Err: err}
+		}
+		if e.Mode == filemode.Dir || e.Mode == filemode.Submodule || hidden(name) {
+			continue
+		}
+		if e.Mode == filemode.Symlink || isManifest(name) {
+			files = append(files, entry{name, e})
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 
 	r := &resolver{root: root}
 	var out []Manifest
@@ -138,9 +147,9 @@ func readDir(ctx context.Context, root, dir *object.Tree, base string, b *budget
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		name := path.Join(base, f.Name)
-		blob := f
-		if f.Mode == filemode.Symlink {
+		name := path.Join(base, f.name)
+		var blob *object.File
+		if f.e.Mode == filemode.Symlink {
 			n, err := r.resolve(name)
 			if err != nil {
 				return nil, &ManifestError{File: name, Err: err}
@@ -148,22 +157,22 @@ func readDir(ctx context.Context, root, dir *object.Tree, base string, b *budget
 			if n.file == nil {
 				return nil, &ManifestError{File: name, Err: fmt.Errorf("symlink to directory %s: not followed; list its files or link them one by one", n.path)}
 			}
-			if !isManifest(f.Name) {
+			if !isManifest(f.name) {
 				continue
 			}
 			blob = n.file
+		} else {
+			bl, err := object.GetBlob(st, f.e.Hash)
+			if err != nil {
+				return nil, &ManifestError{File: name, Err: fmt.Errorf("read: %w", err)}
+			}
+			blob = object.NewFile(f.name, f.e.Mode, bl)
 		}
-		if err := b.fileSize(name, blob.Size); err != nil {
-			return nil, err
-		}
-		if err := b.readBytes(name, blob.Size); err != nil {
-			return nil, err
-		}
-		content, err := blob.Contents()
+		content, err := b.readFile(name, blob)
 		if err != nil {
-			return nil, &ManifestError{File: name, Err: fmt.Errorf("read: %w", err)}
+			return nil, err
 		}
-		ms, err := b.decode(name, []byte(content))
+		ms, err := b.decode(name, content)
 		if err != nil {
 			return nil, err
 		}
@@ -294,6 +303,13 @@ func (s *Source) kustomize(ctx context.Context, root *object.Tree, b *budget) ([
 	}
 	done := make(chan result, 1)
 	go func() {
+		// A panic in kustomize (some malformed kustomizations reach one)
+		// would end the process from this goroutine: fail the render.
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("kustomize failed: %v", p)}
+			}
+		}()
 		kustomizeMu.Lock()
 		defer kustomizeMu.Unlock()
 		if err := fsCtx.Err(); err != nil {

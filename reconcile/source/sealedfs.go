@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -28,6 +27,10 @@ const mount = "/repo"
 
 // maxSymlinkHops bounds the symbolic links followed to resolve one path.
 const maxSymlinkHops = 40
+
+// maxSymlinkTarget bounds the length of a symbolic link's target (Linux's
+// PATH_MAX).
+const maxSymlinkTarget = 4096
 
 // errOutside marks a path or link that leads outside the repository.
 var errOutside = errors.New("outside the repository")
@@ -87,6 +90,11 @@ func (r *resolver) resolve(p string) (*node, error) {
 			f, err := cur.tree.TreeEntryFile(e)
 			if err != nil {
 				return nil, fmt.Errorf("symlink %s: %w", full, err)
+			}
+			// A link's target is a path: a blob longer than any path is
+			// refused unread.
+			if f.Size > maxSymlinkTarget {
+				return nil, fmt.Errorf("symlink %s: target of %d bytes is longer than a path (%d)", full, f.Size, maxSymlinkTarget)
 			}
 			target, err := f.Contents()
 			if err != nil {
@@ -206,20 +214,9 @@ func (f *treeFS) read(n *node) ([]byte, error) {
 	if n.file == nil {
 		return nil, fmt.Errorf("%s: is a directory", n.path)
 	}
-	if err := f.b.fileSize(n.path, n.file.Size); err != nil {
-		return nil, f.record(err)
-	}
-	if err := f.b.readBytes(n.path, n.file.Size); err != nil {
-		return nil, f.record(err)
-	}
-	rd, err := n.file.Reader()
+	data, err := f.b.readFile(n.path, n.file)
 	if err != nil {
-		return nil, f.record(&ManifestError{File: n.path, Err: err})
-	}
-	defer rd.Close()
-	data, err := io.ReadAll(io.LimitReader(rd, n.file.Size+1))
-	if err != nil {
-		return nil, f.record(&ManifestError{File: n.path, Err: err})
+		return nil, f.record(err)
 	}
 	if err := f.ctx.Err(); err != nil {
 		return nil, f.record(err)

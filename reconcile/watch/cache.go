@@ -40,6 +40,18 @@ const (
 	eventBuffer = 4096
 	// syncPoll is how often a waiting List looks at an informer's sync.
 	syncPoll = 5 * time.Millisecond
+	// DefaultStaleAfter is two bookmark periods and some slack. The API
+	// server sends a watch that allows bookmarks one about every minute
+	// (and one 2 s before the watch's timeout), but only once the kind's
+	// resourceVersion has moved past the watch's: any write of that
+	// resource anywhere in the cluster, or etcd's progress notification
+	// (every 10 min by default), moves it; on a test API server a new
+	// watch's first bookmark came after 2m2s, then one every minute. So in
+	// a cluster where the kind
+	// changes somewhere every minute or two, a healthy informer is never
+	// restarted; in a quieter one, it is restarted (one LIST) about once
+	// per StaleAfter.
+	DefaultStaleAfter = 2*time.Minute + 30*time.Second
 )
 
 // Options tune a Cache. The zero value is usable.
@@ -62,7 +74,18 @@ type Options struct {
 	// Sync's filtered watcher does. 0 leaves client-go's own, randomised
 	// in [5m, 10m).
 	WatchTimeout time.Duration
-	// Log receives the informers' errors; none when nil.
+	// StaleAfter is how long an informer may go without a sign of life
+	// (an event, a bookmark or a full list) before the List or Get that
+	// reads it restarts it, with a fresh LIST and a new watch, and waits
+	// for that sync: a watch whose stream stays open but delivers nothing
+	// (a stuck proxy, a half-open connection) would otherwise hide drift
+	// until its timeout or the next relist. DefaultStaleAfter when 0, never
+	// when negative. It does not depend on the tick interval: events and
+	// bookmarks, not ticks, keep an informer fresh, and a read of a fresh
+	// one costs no request. See DefaultStaleAfter for what a quiet cluster
+	// costs.
+	StaleAfter time.Duration
+	// Log receives the informers' errors and restarts; none when nil.
 	Log *slog.Logger
 
 	// expireWatch, when set and returning an error, makes the next watch
@@ -92,6 +115,7 @@ type Cache struct {
 	syncWaitNanos atomic.Int64
 	syncWaits     atomic.Int64
 	dropped       atomic.Int64
+	restarts      atomic.Int64
 }
 
 type informerKey struct {
@@ -113,6 +137,9 @@ func New(ctx context.Context, dyn dynamic.Interface, mapper Mapper, namespace st
 	}
 	if opts.RelistPeriod == 0 {
 		opts.RelistPeriod = DefaultRelistPeriod
+	}
+	if opts.StaleAfter == 0 {
+		opts.StaleAfter = DefaultStaleAfter
 	}
 	log := opts.Log
 	if log == nil {
@@ -154,7 +181,9 @@ func (c *Cache) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) 
 // version gvk names (or the server's preferred one), sorted by name. The
 // objects are the store's own, not copies: the caller must not modify them.
 // The first List of a (kind, selector) starts its informer and
-// waits, within ctx, for its first sync; later ones make no API request.
+// waits, within ctx, for its first sync; later ones make no API request,
+// unless the informer has seen nothing for Options.StaleAfter: then it is
+// restarted and List waits for the new sync, as for a first one.
 func (c *Cache) List(ctx context.Context, gvk schema.GroupVersionKind, selector string) ([]unstructured.Unstructured, error) {
 	m, err := c.mapping(gvk)
 	if err != nil {
@@ -165,6 +194,9 @@ func (c *Cache) List(ctx context.Context, gvk schema.GroupVersionKind, selector 
 		return nil, err
 	}
 	if err := c.waitSynced(ctx, k); err != nil {
+		return nil, err
+	}
+	if k, err = c.fresh(ctx, k); err != nil {
 		return nil, err
 	}
 	items := k.inf.GetStore().List()
@@ -194,7 +226,8 @@ func (c *Cache) List(ctx context.Context, gvk schema.GroupVersionKind, selector 
 // synced informer of that exact kind and version when the object is there;
 // otherwise (the store holds only label-selected objects, so a miss proves
 // nothing; or the object is asked for in another version) it makes one
-// API GET, counted in Stats.Gets.
+// API GET, counted in Stats.Gets. A stale informer is restarted and waited
+// for first, as List does.
 func (c *Cache) Get(ctx context.Context, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
 	m, err := c.mapping(gvk)
 	if err != nil {
@@ -211,6 +244,10 @@ func (c *Cache) Get(ctx context.Context, gvk schema.GroupVersionKind, name strin
 	for _, k := range candidates {
 		if !k.inf.HasSynced() {
 			continue
+		}
+		k, err := c.fresh(ctx, k)
+		if err != nil {
+			return nil, err
 		}
 		o, ok, err := k.inf.GetStore().GetByKey(c.namespace + "/" + name)
 		if err == nil && ok {
@@ -244,8 +281,54 @@ func (c *Cache) informer(m *meta.RESTMapping, selector string) (*kindInformer, e
 	if k, ok := c.informers[key]; ok {
 		return k, nil
 	}
-	k := c.start(key, m)
+	k := c.start(key, m, nil)
 	c.informers[key] = k
+	return k, nil
+}
+
+// fresh returns k when it is not stale; otherwise it restarts k and
+// returns its successor once synced, after handing OnEvent the changes the
+// stalled watch did not deliver (as a watch would have). Reading a fresh informer costs a
+// clock reading: no request.
+func (c *Cache) fresh(ctx context.Context, k *kindInformer) (*kindInformer, error) {
+	if c.opts.StaleAfter < 0 {
+		return k, nil
+	}
+	age, stale := k.stale(time.Now(), c.opts.StaleAfter)
+	if !stale {
+		return k, nil
+	}
+	next, err := c.restart(k, age)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitSynced(ctx, next); err != nil {
+		return nil, err
+	}
+	c.missed(next)
+	return next, nil
+}
+
+// restart replaces old, which has seen nothing for age, by a new informer
+// of the same key that syncs by LIST (a streaming list is a watch, and what
+// stalled the watch may stall it too). Of two readers that find old stale,
+// the second gets the first one's successor.
+func (c *Cache) restart(old *kindInformer, age time.Duration) (*kindInformer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("watch cache closed: %w", err)
+	}
+	if cur, ok := c.informers[old.key]; ok && cur != old {
+		return cur, nil
+	}
+	old.cancel()
+	k := c.start(old.key, old.mapping, old)
+	c.informers[old.key] = k
+	c.restarts.Add(1)
+	c.log.Warn("watch stalled: no event or bookmark; restarting it with a fresh list",
+		"kind", old.key.gvk.String(), "selector", old.key.selector,
+		"age", age.Round(time.Millisecond).String(), "stale_after", c.opts.StaleAfter.String())
 	return k, nil
 }
 
@@ -309,6 +392,9 @@ type Stats struct {
 	// EventsDropped is the events not handed to OnEvent because it was
 	// behind by more than the buffer.
 	EventsDropped int64
+	// Restarts is how many informers were restarted because they had seen
+	// nothing for Options.StaleAfter.
+	Restarts int64
 	// Kinds describes each informer, sorted by kind and selector.
 	Kinds []KindStats
 }
@@ -320,11 +406,13 @@ type KindStats struct {
 	Synced           bool
 	Objects          int
 	// Lists is the full lists the informer made (its first sync, the
-	// periodic relists, and relists after a 410 Expired); Watches the
-	// watch requests that resumed from a known resourceVersion.
-	Lists, Watches int
-	// LastSeen is when the informer last saw an event or a bookmark, and
-	// Age the time since (at the time of Stats).
+	// periodic relists, relists after a 410 Expired, and the sync of each
+	// restart); Watches the watch requests that resumed from a known
+	// resourceVersion; Restarts the times it was found stale and replaced
+	// (the counts carry over to the replacement).
+	Lists, Watches, Restarts int
+	// LastSeen is when the informer last saw an event, a bookmark or the
+	// answer to a full list, and Age the time since (at the time of Stats).
 	LastSeen time.Time
 	Age      time.Duration
 	// Err is the last list or watch error, nil once a list succeeds again.
@@ -346,6 +434,7 @@ func (c *Cache) Stats() Stats {
 	s := Stats{
 		Gets: c.gets.Load(), SyncWaits: c.syncWaits.Load(),
 		SyncWait: time.Duration(c.syncWaitNanos.Load()), EventsDropped: c.dropped.Load(),
+		Restarts: c.restarts.Load(),
 	}
 	c.mu.Lock()
 	ks := make([]*kindInformer, 0, len(c.informers))
@@ -359,7 +448,7 @@ func (c *Cache) Stats() Stats {
 		st := KindStats{
 			GroupVersionKind: k.key.gvk, Selector: k.key.selector, Synced: k.inf.HasSynced(),
 			Objects: len(k.inf.GetStore().ListKeys()), Lists: k.lists, Watches: k.watches,
-			LastSeen: k.lastSeen, Err: k.lastErr,
+			Restarts: k.restarts, LastSeen: k.lastSeen, Err: k.lastErr,
 		}
 		k.mu.Unlock()
 		if !st.LastSeen.IsZero() {

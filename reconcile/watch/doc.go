@@ -9,6 +9,13 @@
 // falls back to one counted GET, because a label-selected store cannot tell
 // an unowned object from a missing one.
 //
+// A watch can stall with its stream open: nothing arrives, no error
+// either. An informer that has seen no event, bookmark or list for
+// Options.StaleAfter is restarted by the List or Get that finds it so (a
+// LIST, then a new watch), and that read waits for the new sync: a stall
+// hides drift for StaleAfter at most, and a fresh informer's reads still
+// cost nothing.
+//
 // The store keeps only what the diff reads: other managers' managedFields
 // entries are cut to who, how and when (their field sets dropped), recond's
 // own entries stay whole, and the last-applied-configuration annotation is

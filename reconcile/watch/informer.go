@@ -18,9 +18,13 @@ import (
 
 // kindInformer is one informer of the Cache and what it has seen.
 type kindInformer struct {
-	key    informerKey
-	inf    cache.SharedIndexInformer
-	cancel context.CancelFunc
+	key     informerKey
+	mapping *meta.RESTMapping
+	inf     cache.SharedIndexInformer
+	cancel  context.CancelFunc
+	// restartOf is the stale informer this one replaced, until missed
+	// has compared their stores (under mu).
+	restartOf *kindInformer
 
 	// failed is closed, with failErr set, when a list or watch error that
 	// retrying will not cure happens before the first sync.
@@ -31,17 +35,26 @@ type kindInformer struct {
 	mu       sync.Mutex
 	lists    int
 	watches  int
+	restarts int
 	lastSeen time.Time
 	lastErr  error
 	relistAt time.Time
 }
 
-// start builds and runs the informer for key. The caller holds c.mu.
-func (c *Cache) start(key informerKey, m *meta.RESTMapping) *kindInformer {
+// start builds and runs the informer for key. With prev, the informer it
+// replaces, it carries prev's counts on and syncs by LIST. The caller holds
+// c.mu.
+func (c *Cache) start(key informerKey, m *meta.RESTMapping, prev *kindInformer) *kindInformer {
 	ctx, cancel := context.WithCancel(c.ctx)
-	k := &kindInformer{key: key, cancel: cancel, failed: make(chan struct{})}
-	ri := c.dyn.Resource(m.Resource).Namespace(c.namespace)
-	k.inf = cache.NewSharedIndexInformerWithOptions(c.listWatch(k, ri), &unstructured.Unstructured{},
+	k := &kindInformer{key: key, mapping: m, cancel: cancel, failed: make(chan struct{}), restartOf: prev}
+	var lw cache.ListerWatcher = c.listWatch(k, c.dyn.Resource(m.Resource).Namespace(c.namespace))
+	if prev != nil {
+		prev.mu.Lock()
+		k.lists, k.watches, k.restarts = prev.lists, prev.watches, prev.restarts+1
+		prev.mu.Unlock()
+		lw = listOnly{lw.(*cache.ListWatch)}
+	}
+	k.inf = cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{},
 		cache.SharedIndexInformerOptions{ObjectDescription: key.gvk.String()})
 	// Neither call can fail before Run.
 	// The store's objects carry the apiVersion and kind asked for, set once
@@ -72,6 +85,13 @@ func (c *Cache) start(key informerKey, m *meta.RESTMapping) *kindInformer {
 	return k
 }
 
+// listOnly makes the reflector sync by LIST, never by a streaming list
+// (client-go's WatchListClient: a watch asking for its initial events).
+type listOnly struct{ *cache.ListWatch }
+
+// IsWatchListSemanticsUnSupported is what client-go's reflector asks.
+func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
+
 // listWatch is the informer's ListerWatcher: label-selected, counting full
 // lists and watches, with the Cache's watch timeout and relist period.
 func (c *Cache) listWatch(k *kindInformer, ri dynamic.ResourceInterface) *cache.ListWatch {
@@ -82,6 +102,7 @@ func (c *Cache) listWatch(k *kindInformer, ri dynamic.ResourceInterface) *cache.
 			l, err := ri.List(ctx, o)
 			if err == nil {
 				k.clearErr()
+				k.touch() // a full list is the truth as of now
 			}
 			return l, err
 		},
@@ -144,6 +165,22 @@ func (k *kindInformer) clearErr() {
 	k.mu.Lock()
 	k.lastErr = nil
 	k.mu.Unlock()
+}
+
+// stale reports whether k, synced, has seen nothing for longer than after,
+// and for how long.
+func (k *kindInformer) stale(now time.Time, after time.Duration) (time.Duration, bool) {
+	if !k.inf.HasSynced() {
+		return 0, false
+	}
+	k.mu.Lock()
+	seen := k.lastSeen
+	k.mu.Unlock()
+	if seen.IsZero() {
+		return 0, false
+	}
+	age := now.Sub(seen)
+	return age, age > after
 }
 
 func (k *kindInformer) touch() {
@@ -227,13 +264,7 @@ type pending struct {
 // blocking it; adds are not drift (recond created the object, or someone
 // gave it recond's labels) and make no event.
 func (c *Cache) handler(kind string) cache.ResourceEventHandler {
-	send := func(p pending) {
-		select {
-		case c.events <- p:
-		default:
-			c.dropped.Add(1)
-		}
-	}
+	send := c.send
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			if c.opts.OnEvent == nil {
@@ -257,6 +288,51 @@ func (c *Cache) handler(kind string) cache.ResourceEventHandler {
 				send(pending{kind: kind, new: u, at: time.Now()})
 			}
 		},
+	}
+}
+
+// send hands p to dispatch, or drops it (counted) when dispatch is behind.
+func (c *Cache) send(p pending) {
+	select {
+	case c.events <- p:
+	default:
+		c.dropped.Add(1)
+	}
+}
+
+// missed hands to OnEvent, once, what the stalled watch of the informer k
+// replaced did not deliver: the objects k, synced, shows changed or gone.
+// They are drift a watch would have shown (or recond's own writes, which
+// dispatch filters out as it does a watch's).
+func (c *Cache) missed(k *kindInformer) {
+	k.mu.Lock()
+	old := k.restartOf
+	k.restartOf = nil // once, and the old store can go
+	k.mu.Unlock()
+	if old == nil || c.opts.OnEvent == nil {
+		return
+	}
+	now := time.Now()
+	was := map[string]*unstructured.Unstructured{}
+	for _, o := range old.inf.GetStore().List() {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			was[u.GetName()] = u
+		}
+	}
+	for _, o := range k.inf.GetStore().List() {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		if w, ok := was[u.GetName()]; ok {
+			delete(was, u.GetName())
+			if w.GetResourceVersion() != u.GetResourceVersion() {
+				c.send(pending{kind: k.key.gvk.Kind, old: w, new: u, at: now})
+			}
+		}
+	}
+	for _, w := range was {
+		c.send(pending{kind: k.key.gvk.Kind, new: w, at: now})
 	}
 }
 

@@ -1,0 +1,68 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// largeObject is the size above which an object of the repository Render
+// reads is streamed from disk when read, instead of being inflated whole
+// into memory as soon as it is looked up. go-git's default loads every
+// blob it is asked for, before anyone can look at its size: a tree of many
+// large files then cost their whole size in memory even when the render
+// limits refuse the first of them.
+const largeObject = 256 << 10
+
+// objectCacheBytes bounds go-git's object cache for one render (go-git's
+// default is 96 MiB). Only objects up to largeObject are cached.
+const objectCacheBytes = 16 << 20
+
+// streamLarge returns repo reopened on the same .git directory with
+// objects above largeObject read lazily: looking one up reads its header
+// (type and size) only. It is meant for reading, not fetching.
+func streamLarge(repo *git.Repository) (*git.Repository, error) {
+	fs, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return repo, nil
+	}
+	st := filesystem.NewStorageWithOptions(fs.Filesystem(), cache.NewObjectLRU(objectCacheBytes),
+		filesystem.Options{LargeObjectThreshold: largeObject})
+	r, err := git.Open(st, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open objects: %w", err)
+	}
+	return r, nil
+}
+
+// readFile reads the content of f, the file name of the render, after
+// checking its size (from the object's header) against MaxFileBytes and
+// what is left of MaxBytes: a file over either is refused unread. The read
+// is bounded by that size, so an object longer than its header says is an
+// error, not an unbounded read.
+func (b *budget) readFile(name string, f *object.File) ([]byte, error) {
+	if err := b.fileSize(name, f.Size); err != nil {
+		return nil, err
+	}
+	if err := b.readBytes(name, f.Size); err != nil {
+		return nil, err
+	}
+	rd, err := f.Reader()
+	if err != nil {
+		return nil, &ManifestError{File: name, Err: fmt.Errorf("read: %w", err)}
+	}
+	defer rd.Close()
+	data := make([]byte, f.Size)
+	if _, err := io.ReadFull(rd, data); err != nil {
+		return nil, &ManifestError{File: name, Err: fmt.Errorf("read: %w", err)}
+	}
+	if n, _ := rd.Read(make([]byte, 1)); n > 0 {
+		return nil, &ManifestError{File: name, Err: errors.New("read: object longer than its size")}
+	}
+	return data, nil
+}

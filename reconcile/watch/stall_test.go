@@ -1,0 +1,228 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"recond.dev/recond/internal/testenv"
+)
+
+// logBuffer is a bytes.Buffer safe for the Cache's goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// proxiedEnv is an env whose cache talks to the API server through a fault
+// proxy, its requests counted.
+func proxiedEnv(t *testing.T, opts Options) (*env, *testenv.APIProxy) {
+	t.Helper()
+	e := newEnv(t, Options{})
+	p := testenv.StartAPIProxy(t, cp.Config)
+	e.reqs = &counter{}
+	e.cache = e.newCache(e.reqs.wrap(p.RESTConfig()), opts)
+	return e, p
+}
+
+// waitAge waits until the cache's only informer has seen nothing for
+// longer than d.
+func (e *env) waitAge(d time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(d + 10*time.Second)
+	for e.cache.Stats().Kinds[0].Age <= d {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("informer age still %v after %v", e.cache.Stats().Kinds[0].Age, d+10*time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStalledWatchRestarts: a watch whose stream stays open but delivers
+// nothing (no event, no bookmark) hides drift from List and Get; once the
+// informer has seen nothing for StaleAfter, the one read that notices it
+// restarts the informer (a LIST, not a streaming list: the new watch is
+// stalled too) and returns the truth, drift made during the stall included.
+func TestStalledWatchRestarts(t *testing.T) {
+	const staleAfter = 3 * time.Second
+	tests := []struct {
+		name string
+		read func(e *env) (string, error) // the value of "a"'s key k
+	}{
+		{"List", func(e *env) (string, error) {
+			items, err := e.cache.List(ctxT(e.t, 20*time.Second), gvkConfigMap, selector)
+			for _, u := range items {
+				if u.GetName() == "a" {
+					return u.Object["data"].(map[string]any)["k"].(string), err
+				}
+			}
+			return "", err
+		}},
+		{"Get", func(e *env) (string, error) {
+			u, err := e.cache.Get(ctxT(e.t, 20*time.Second), gvkConfigMap, "a")
+			if u == nil || err != nil {
+				return "", err
+			}
+			return u.Object["data"].(map[string]any)["k"].(string), nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs logBuffer
+			var ev events
+			e, p := proxiedEnv(t, Options{StaleAfter: staleAfter, OnEvent: ev.add, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+			e.t = t
+			e.applyConfigMap("recond", "a", true, map[string]any{"k": "1"})
+			e.applyConfigMap("recond", "b", true, map[string]any{"k": "1"})
+			e.waitListEqual(gvkConfigMap, gvrConfigMap)
+			// A fresh event, so that the stall starts well within StaleAfter.
+			e.applyConfigMap("recond", "c", true, map[string]any{"k": "1"})
+			e.waitListEqual(gvkConfigMap, gvrConfigMap)
+			lists := e.cache.Stats().Kinds[0].Lists
+
+			stall := p.Add(testenv.Fault{Match: testenv.Match{Path: "/configmaps", Watch: testenv.WatchOnly}, Stall: true})
+			e.patch(gvrConfigMap, "a", "kubectl", `{"data":{"k":"2"}}`)
+			e.delete(gvrConfigMap, "b")
+			stall.WaitHits(t, 2, 10*time.Second) // both events swallowed
+			if age := e.cache.Stats().Kinds[0].Age; age >= staleAfter {
+				t.Fatalf("informer already %v old when the stall began; the test cannot tell a stall from staleness", age)
+			}
+			// The stall is real: within StaleAfter the cache still shows
+			// what was.
+			if got, err := tt.read(e); err != nil || got != "1" {
+				t.Fatalf("read within StaleAfter = %q, %v; want the stale \"1\" (is the watch stalled?)", got, err)
+			}
+			if got := ev.list(); len(got) != 0 {
+				t.Fatalf("events during the stall = %+v, want none (is the watch stalled?)", got)
+			}
+			n := e.reqs.len()
+			e.waitAge(staleAfter)
+			start := time.Now()
+			got, err := tt.read(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			if got != "2" {
+				t.Errorf("read after StaleAfter = %q, want the drifted \"2\"", got)
+			}
+			if tt.name == "List" {
+				items, err := e.cache.List(ctxT(t, 10*time.Second), gvkConfigMap, selector)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := cmp.Diff(e.listed(gvkConfigMap, gvrConfigMap), items); d != "" {
+					t.Errorf("List after the restart differs from LIST (-LIST +List):\n%s", d)
+				}
+			}
+			s := e.cache.Stats()
+			if s.Restarts != 1 || s.Kinds[0].Restarts != 1 || s.Kinds[0].Lists != lists+1 {
+				t.Errorf("Restarts = %d (kind %d), lists = %d; want 1, 1, %d", s.Restarts, s.Kinds[0].Restarts, s.Kinds[0].Lists, lists+1)
+			}
+			if e.reqs.count(n, "GET", "sendInitialEvents=true") != 0 || !slicesContainsList(e.reqs.since(n)) {
+				t.Errorf("restart requests = %v, want a plain LIST and no streaming list", e.reqs.since(n))
+			}
+			if l := logs.String(); !strings.Contains(l, "level=WARN msg=\"watch stalled") || !strings.Contains(l, "Kind=ConfigMap") {
+				t.Errorf("no warning with the kind for the restart; log:\n%s", l)
+			}
+			// What the stalled watch did not deliver is handed to OnEvent,
+			// as the watch would have.
+			want := []Event{{Kind: "ConfigMap", Name: "a", Type: EventUpdate, Manager: "kubectl"}, {Kind: "ConfigMap", Name: "b", Type: EventDelete}}
+			deadline := time.Now().Add(3 * time.Second)
+			for len(ev.list()) < len(want) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond)
+			ignoreAt := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".At" }, cmp.Ignore())
+			if d := cmp.Diff(want, ev.list(), ignoreAt); d != "" {
+				t.Errorf("events after the restart (-want +got):\n%s", d)
+			}
+			t.Logf("stall noticed after %v; the read that restarted it took %v", staleAfter, took.Round(time.Millisecond))
+		})
+	}
+}
+
+// slicesContainsList reports whether reqs hold a LIST (not a watch).
+func slicesContainsList(reqs []string) bool {
+	for _, r := range reqs {
+		if strings.HasPrefix(r, "GET ") && strings.Contains(r, "/configmaps?") && !strings.Contains(r, "watch=true") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFreshInformerNotRestarted: reads of an informer that has seen
+// something within StaleAfter make no request and restart nothing, whether
+// it is quiet (reads within StaleAfter of its sync) or busy (events keep it
+// fresh for several StaleAfter).
+func TestFreshInformerNotRestarted(t *testing.T) {
+	const staleAfter = 2 * time.Second
+	tests := []struct {
+		name string
+		// during runs while the cache is read for d; every is how often
+		// it writes (0: never).
+		d     time.Duration
+		every time.Duration
+	}{
+		{"quiet, within StaleAfter", staleAfter * 3 / 4, 0},
+		{"busy, for 3 StaleAfter", 3 * staleAfter, 300 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := proxiedEnv(t, Options{StaleAfter: staleAfter})
+			e.t = t
+			e.applyConfigMap("recond", "a", true, map[string]any{"k": "0"})
+			e.waitListEqual(gvkConfigMap, gvrConfigMap)
+			n := e.reqs.len()
+			start := time.Now()
+			lastWrite := start
+			for i := 1; time.Since(start) < tt.d; i++ {
+				if tt.every > 0 && time.Since(lastWrite) >= tt.every {
+					// Another manager's write, as an event.
+					_, err := e.dyn.Resource(gvrConfigMap).Namespace(e.ns).Patch(context.Background(), "a", "application/merge-patch+json",
+						[]byte(`{"data":{"k":"`+time.Now().Format("150405.000")+`"}}`), metav1.PatchOptions{FieldManager: "kubectl"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					lastWrite = time.Now()
+				}
+				if _, err := e.cache.List(ctxT(t, 10*time.Second), gvkConfigMap, selector); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.cache.Get(ctxT(t, 10*time.Second), gvkConfigMap, "a"); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			var other []string
+			for _, r := range e.reqs.since(n) {
+				if !strings.Contains(r, "watch=true") || strings.Contains(r, "sendInitialEvents=true") {
+					other = append(other, r)
+				}
+			}
+			if s := e.cache.Stats(); s.Restarts != 0 || len(other) != 0 {
+				t.Errorf("after %v of reads: %d restarts, requests %v; want none", tt.d, s.Restarts, other)
+			}
+		})
+	}
+}
