@@ -24,7 +24,7 @@ export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL
 include deploy/deploy.mk
 export K8S_VERSION ETCD_VERSION
 
-.PHONY: all build control-plane tools prometheus chromium screenshots generate verify test test-short vet demo bench clean
+.PHONY: all build control-plane tools prometheus chromium screenshots generate verify test test-short vet vulncheck fuzz fuzz-short soak demo bench clean
 
 all: build
 
@@ -69,9 +69,32 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-## test: vet, then every test against a real kube-apiserver, etcd and Git
-test: control-plane tools prometheus chromium $(TEST_DEPS) vet
-	$(GO) test $(GOTEST_FLAGS) ./...
+# The packages whose tests also run with the race detector (the loop, Git,
+# the process wiring); the others run without it.
+RACE_PKGS    := ./reconcile ./reconcile/source ./cmd/recond
+MODULE       := $(shell $(GO) list -m)
+FUZZTIME     ?= 10s
+
+## test: vet, the vulnerability scan, every test against a real kube-apiserver, etcd and Git (the loop, Git and
+## the binary's packages with -race), the fault matrix, then every fuzz target for $(FUZZTIME)
+test: control-plane tools prometheus chromium $(TEST_DEPS) vet vulncheck
+	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -x $(patsubst ./%,-e $(MODULE)/%,$(RACE_PKGS)))
+	$(GO) test -race $(GOTEST_FLAGS) $(RACE_PKGS)
+	@hack/fuzz.sh $(FUZZTIME)
+
+## vulncheck: govulncheck (golang.org/x/vuln) against an offline database built from golang.org/x/vulndb
+vulncheck:
+	@hack/vulncheck.sh
+
+## fuzz: every fuzz target for FUZZTIME each (default here 5m; `make test` runs each for 10s)
+fuzz: FUZZTIME = 5m
+fuzz:
+	@hack/fuzz.sh $(FUZZTIME)
+
+## soak: recond holding 300 objects at a 1 s interval for 10 minutes (RECOND_SOAK_DURATION) with drift, webhooks
+## and manual syncs; samples plotted into docs/img/soak.png
+soak: control-plane
+	RECOND_SOAK=1 RECOND_SOAK_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 30m -run '^TestSoak$$' -v ./faults/
 
 ## test-short: the quick tests only (no control plane)
 test-short:

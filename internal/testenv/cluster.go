@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -126,4 +127,70 @@ func (cp *ControlPlane) Require(t testing.TB) {
 	if cp == nil {
 		t.Skip("needs kube-apiserver and etcd; skipped with -short")
 	}
+}
+
+// StartRestartableControlPlane starts a control plane of the test's own,
+// stopped when the test ends, whose kube-apiserver can be stopped and
+// started again (StopAPIServer, StartAPIServer) while etcd keeps running
+// with its data. The API server keeps its port, serving certificate and
+// client CA across restarts, so Config, KubeConfig and Client stay valid.
+func StartRestartableControlPlane(t testing.TB) *ControlPlane {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd")
+	}
+	// The stop timeout is the SIGKILL of StopAPIServer.
+	env := &envtest.Environment{ControlPlaneStartTimeout: 2 * time.Minute, ControlPlaneStopTimeout: 5 * time.Second}
+	api := env.ControlPlane.GetAPIServer()
+	api.Configure().Set("advertise-address", "127.0.0.1").Set("endpoint-reconciler-type", "none")
+	// A directory of the test's own is kept by a stop (a random one is
+	// dropped, and with it the certificates every client trusts).
+	api.CertDir = t.TempDir()
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		t.Fatalf("start control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Logf("stop control plane: %v", err)
+		}
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ControlPlane{env: env, Config: cfg, KubeConfig: env.KubeConfig, Client: cs}
+}
+
+// StopAPIServer stops kube-apiserver only (SIGTERM, then SIGKILL after
+// 5 s: open watches can keep its graceful shutdown from ending) and waits
+// until its port is closed; etcd keeps running with its data. For a control
+// plane of StartRestartableControlPlane.
+func (cp *ControlPlane) StopAPIServer() error {
+	api := cp.env.ControlPlane.APIServer
+	if err := api.Stop(); err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
+		return fmt.Errorf("stop kube-apiserver: %w", err)
+	}
+	addr := net.JoinHostPort(api.SecureServing.Address, api.SecureServing.Port)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver still listens on %s", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// StartAPIServer starts kube-apiserver again on the same port and
+// certificates, over the same etcd, and waits until it is healthy.
+func (cp *ControlPlane) StartAPIServer() error {
+	if err := cp.env.ControlPlane.APIServer.Start(); err != nil {
+		return fmt.Errorf("start kube-apiserver again: %w", err)
+	}
+	return nil
 }

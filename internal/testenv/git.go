@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -8,10 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -79,6 +82,15 @@ func (r *Repo) Commit(msg string, files map[string]string) string {
 // and returns its URL. The test is skipped when git is not installed.
 func (r *Repo) ServeHTTP(t testing.TB, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
+	srv := httptest.NewServer(r.httpHandler(t, wrap))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/" + filepath.Base(r.Dir)
+}
+
+// httpHandler is git http-backend for the repository, wrapped by wrap
+// (when not nil). The test is skipped when git is not installed.
+func (r *Repo) httpHandler(t testing.TB, wrap func(http.Handler) http.Handler) http.Handler {
+	t.Helper()
 	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Skipf("git not installed: %v", err)
@@ -91,7 +103,135 @@ func (r *Repo) ServeHTTP(t testing.TB, wrap func(http.Handler) http.Handler) str
 	if wrap != nil {
 		h = wrap(h)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL + "/" + filepath.Base(r.Dir)
+	return h
+}
+
+// GitServer serves a Repo over smart HTTP (like ServeHTTP) on a fixed
+// loopback address, and can be stopped (connections are then refused) and
+// started again on the same address.
+type GitServer struct {
+	t       testing.TB
+	handler http.Handler
+	addr    string
+	url     string
+
+	mu  sync.Mutex
+	srv *http.Server
+}
+
+// StartHTTPServer serves the repository like ServeHTTP and returns the
+// server, already started. It is stopped when the test ends.
+func (r *Repo) StartHTTPServer(t testing.TB, wrap func(http.Handler) http.Handler) *GitServer {
+	t.Helper()
+	s := &GitServer{t: t, handler: r.httpHandler(t, wrap), addr: "127.0.0.1:0"}
+	s.Start()
+	s.url = "http://" + s.addr + "/" + filepath.Base(r.Dir)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// URL is the repository's URL on the server.
+func (s *GitServer) URL() string { return s.url }
+
+// Start listens again on the server's address (no-op when running). Go's
+// listeners set SO_REUSEADDR, so the address is free at once after Stop.
+func (s *GitServer) Start() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return
+	}
+	var l net.Listener
+	var err error
+	for i := 0; i < 50; i++ {
+		if l, err = net.Listen("tcp", s.addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		s.t.Fatalf("listen on %s: %v", s.addr, err)
+	}
+	s.addr = l.Addr().String()
+	s.srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	go func(srv *http.Server) { _ = srv.Serve(l) }(s.srv)
+}
+
+// Stop closes the listener and every connection (no-op when stopped).
+func (s *GitServer) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil {
+		return
+	}
+	_ = s.srv.Close()
+	s.srv = nil
+}
+
+// SetBranch points branch name at the commit sha, creating the branch when
+// missing.
+func (r *Repo) SetBranch(name, sha string) {
+	r.t.Helper()
+	ref := plumbing.NewHashReference(plumbing.NewBranchReferenceName(name), plumbing.NewHash(sha))
+	if err := r.repo.Storer.SetReference(ref); err != nil {
+		r.t.Fatalf("set branch %s: %v", name, err)
+	}
+}
+
+// DeleteBranch removes branch name.
+func (r *Repo) DeleteBranch(name string) {
+	r.t.Helper()
+	if err := r.repo.Storer.RemoveReference(plumbing.NewBranchReferenceName(name)); err != nil {
+		r.t.Fatalf("delete branch %s: %v", name, err)
+	}
+}
+
+// Orphan replaces the checked-out branch's history with one new commit,
+// unrelated to the old history, whose tree holds exactly files (path ->
+// content), as a force-push of another history would. It returns the
+// commit SHA.
+func (r *Repo) Orphan(msg string, files map[string]string) string {
+	r.t.Helper()
+	head, err := r.repo.Head()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	c, err := r.repo.CommitObject(head.Hash())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	change := map[string]string{}
+	iter, err := c.Files()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := iter.ForEach(func(f *object.File) error {
+		if _, keep := files[f.Name]; !keep {
+			change[f.Name] = ""
+		}
+		return nil
+	}); err != nil {
+		r.t.Fatal(err)
+	}
+	for p, content := range files {
+		change[p] = content
+	}
+	tip, err := r.repo.CommitObject(plumbing.NewHash(r.Commit(msg, change)))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	orphan := &object.Commit{Author: tip.Author, Committer: tip.Committer, Message: msg, TreeHash: tip.TreeHash}
+	enc := r.repo.Storer.NewEncodedObject()
+	if err := orphan.Encode(enc); err != nil {
+		r.t.Fatal(err)
+	}
+	h, err := r.repo.Storer.SetEncodedObject(enc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(head.Name(), h)); err != nil {
+		r.t.Fatal(err)
+	}
+	return h.String()
 }
