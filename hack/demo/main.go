@@ -326,7 +326,7 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		return err
 	}
 
-	say("crash: kill -9 recond, then a new process (recond sync) goes on from what the cluster holds")
+	say("crash: kill -9 recond; a new process (recond sync) waits until the dead one's Lease expires (15 s), never writing beside it, then goes on from what the cluster holds")
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	start = time.Now()
@@ -340,7 +340,7 @@ func demo(recondBin, examples string, interval time.Duration) error {
 	for _, line := range strings.Split(strings.TrimSpace(syncOut.String()), "\n") {
 		if strings.Contains(line, " tick ") {
 			fmt.Println("  " + line)
-			fmt.Printf("after the crash: outcome=%s pruned=%s, in %s (the fault matrix: docs/reliability.md)\n",
+			fmt.Printf("after the crash: outcome=%s pruned=%s, %s after the kill, the Lease's wait included (the fault matrix: docs/reliability.md)\n",
 				field(line, "outcome"), field(line, "pruned"), time.Since(start).Round(time.Millisecond))
 		}
 	}
