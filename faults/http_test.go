@@ -1,10 +1,7 @@
 package faults
 
 import (
-	"bytes"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -44,18 +41,6 @@ func startServing(t *testing.T) *Recond {
 func pushBody(delivery string) []byte {
 	after := sha256.Sum256([]byte(delivery))
 	return fmt.Appendf(nil, `{"ref":"refs/heads/main","before":"0000000000000000000000000000000000000000","after":"%x","repository":{"full_name":"org/repo"}}`, after[:20])
-}
-
-// signedPush is a GitHub push delivery of body, signed with hookSecret.
-func signedPush(url, delivery string, body []byte) *http.Request {
-	mac := hmac.New(sha256.New, []byte(hookSecret))
-	mac.Write(body)
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-GitHub-Delivery", delivery)
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	return req
 }
 
 // answerCounts counts answers by status code. Safe for concurrent use.
@@ -191,7 +176,7 @@ func TestFaultHTTPWebhookFlood(t *testing.T) {
 	client := idleClient(8)
 	// Warm up the paths the flood takes, then measure.
 	for i := range 5 {
-		resp, err := client.Do(signedPush(hooks, fmt.Sprintf("warm-%d", i), pushBody(fmt.Sprintf("warm-%d", i))))
+		resp, err := client.Do(testenv.GitHubPush(hooks, fmt.Sprintf("warm-%d", i), pushBody(fmt.Sprintf("warm-%d", i)), hookSecret))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +188,7 @@ func TestFaultHTTPWebhookFlood(t *testing.T) {
 	start := time.Now()
 	got := floodRequests(client, 2000, 8, 10*time.Second, func(i int) *http.Request {
 		d := fmt.Sprintf("flood-%d", i)
-		return signedPush(hooks, d, pushBody(d))
+		return testenv.GitHubPush(hooks, d, pushBody(d), hookSecret)
 	})
 	took := time.Since(start)
 	during := r.procUsage()
@@ -437,7 +422,7 @@ func TestFaultHTTPSlowloris(t *testing.T) {
 		resp.Body.Close()
 	}
 	start = time.Now()
-	resp, err = c.Do(signedPush(r.Addr+"/hooks/git", "during-slowloris", pushBody("during-slowloris")))
+	resp, err = c.Do(testenv.GitHubPush(r.Addr+"/hooks/git", "during-slowloris", pushBody("during-slowloris"), hookSecret))
 	hook := time.Since(start)
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Errorf("a signed webhook during the slowloris: %v %v, want 202", resp, err)
@@ -495,7 +480,7 @@ func TestFaultHTTPReplays(t *testing.T) {
 	body := pushBody("once")
 	got := &answerCounts{}
 	for range 100 {
-		resp, err := client.Do(signedPush(hooks, "once", body))
+		resp, err := client.Do(testenv.GitHubPush(hooks, "once", body, hookSecret))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -504,7 +489,7 @@ func TestFaultHTTPReplays(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second) // its tick runs; the bucket refills
 	for i := range 10 {
-		resp, err := client.Do(signedPush(hooks, fmt.Sprintf("fresh-id-%d", i), body))
+		resp, err := client.Do(testenv.GitHubPush(hooks, fmt.Sprintf("fresh-id-%d", i), body, hookSecret))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -179,17 +179,9 @@ spec:
         properties:
           spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `, group)
-	var u unstructured.Unstructured
-	if err := yaml.Unmarshal([]byte(crd), &u.Object); err != nil {
-		t.Fatal(err)
-	}
 	dyn := adminDynamic(t)
 	ctx := context.Background()
-	if _, err := dyn.Resource(gvrCRD).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dyn.Resource(gvrCRD).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
-	waitEstablished(t, dyn, u.GetName())
+	testenv.InstallCRD(t, dyn, crd)
 	// Discovery is refreshed for an unknown kind at most once per
 	// RediscoverAfter: the bound is that many ticks of the 1 s interval,
 	// plus the tick that reads the new kind.
@@ -200,24 +192,6 @@ spec:
 		t.Errorf("the custom resource after recovery: %v", err)
 	}
 	fixedRevisionApplied(t, n)
-}
-
-// waitEstablished waits until the CRD name is established (served).
-func waitEstablished(t testing.TB, dyn dynamic.Interface, name string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		u, err := dyn.Resource(gvrCRD).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, _ := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-				return
-			}
-		}
-	}
-	t.Fatalf("CRD %s not established within 30s", name)
 }
 
 // TestFaultManifestRejectedByValidation: a commit holds a Deployment the API

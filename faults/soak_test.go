@@ -3,9 +3,7 @@ package faults
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"image/color"
@@ -710,14 +708,7 @@ func soakSend(req *http.Request) int {
 func soakPush(url, delivery string) *http.Request {
 	after := sha256.Sum256([]byte(delivery))
 	body := fmt.Appendf(nil, `{"ref":"refs/heads/main","before":"0000000000000000000000000000000000000000","after":"%x","repository":{"full_name":"org/repo"}}`, after[:20])
-	mac := hmac.New(sha256.New, []byte(soakWebhookSecret))
-	mac.Write(body)
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-GitHub-Delivery", delivery)
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	return req
+	return testenv.GitHubPush(url, delivery, body, soakWebhookSecret)
 }
 
 // soakDriftObject changes o's drift field to value as another field manager,

@@ -118,5 +118,5 @@ const benchWebhookSecret = "bench-webhook-secret"
 func benchPush(url, delivery string) *http.Request {
 	after := sha256.Sum256([]byte(delivery))
 	body := fmt.Appendf(nil, `{"ref":"refs/heads/main","before":"0000000000000000000000000000000000000000","after":"%x","repository":{"full_name":"org/repo"}}`, after[:20])
-	return signedGitHub(url, delivery, body, benchWebhookSecret)
+	return testenv.GitHubPush(url, delivery, body, benchWebhookSecret)
 }

@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -168,11 +165,11 @@ func TestWebhookTriggers(t *testing.T) {
 	if code := send(benchPush(hooks, "d-1")); code != http.StatusOK {
 		t.Errorf("replayed delivery: %d, want 200 (acknowledged, not acted on)", code)
 	}
-	other := signedGitHub(hooks, "d-2", []byte(`{"ref":"refs/heads/dev","after":"1111111111111111111111111111111111111111"}`), benchWebhookSecret)
+	other := testenv.GitHubPush(hooks, "d-2", []byte(`{"ref":"refs/heads/dev","after":"1111111111111111111111111111111111111111"}`), benchWebhookSecret)
 	if code := send(other); code != http.StatusOK {
 		t.Errorf("push to dev: %d, want 200 (ignored)", code)
 	}
-	if code := send(signedGitHub(hooks, "d-3", []byte(`{"ref":"refs/heads/main"}`), "not-the-secret")); code != http.StatusUnauthorized {
+	if code := send(testenv.GitHubPush(hooks, "d-3", []byte(`{"ref":"refs/heads/main"}`), "not-the-secret")); code != http.StatusUnauthorized {
 		t.Errorf("wrong signature: %d, want 401", code)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -194,18 +191,6 @@ func TestWebhookTriggers(t *testing.T) {
 	if burst < 1 || burst > 2 {
 		t.Errorf("a burst of 50 pushes gave %d ticks, want 1 or 2", burst)
 	}
-}
-
-// signedGitHub is a GitHub push delivery of body signed with secret.
-func signedGitHub(url, delivery string, body []byte, secret string) *http.Request {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-GitHub-Delivery", delivery)
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	return req
 }
 
 // TestEndpointsAreOffUnlessAsked: without --sync-token-file and

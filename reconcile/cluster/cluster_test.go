@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"net/http"
 	"os"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -67,7 +64,11 @@ func TestKindOfALaterCRDIsFound(t *testing.T) {
 	if refreshed == filled {
 		t.Error("an unknown kind refreshed no discovery")
 	}
-	installCRD(t)
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.InstallCRD(t, dyn, sprocketCRD)
 	// Within RediscoverAfter of the last refresh: the cache is kept.
 	if _, err := c.Mapping(later); !meta.IsNoMatchError(err) || counter.n.Load() != refreshed {
 		t.Fatalf("within RediscoverAfter: %v after %d requests, want no match and no request", err, counter.n.Load()-refreshed)
@@ -82,43 +83,18 @@ func TestKindOfALaterCRDIsFound(t *testing.T) {
 	}
 }
 
-func installCRD(t *testing.T) {
-	t.Helper()
-	dyn, err := dynamic.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "sprockets.cluster.recond.dev"},
-		"spec": map[string]any{
-			"group": "cluster.recond.dev", "scope": "Namespaced",
-			"names": map[string]any{"kind": "Sprocket", "listKind": "SprocketList", "plural": "sprockets", "singular": "sprocket"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-		},
-	}}
-	ctx := context.Background()
-	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, c := range conds {
-			if c := c.(map[string]any); c["type"] == "Established" && c["status"] == "True" {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CRD not established: %v", conds)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+const sprocketCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sprockets.cluster.recond.dev
+spec:
+  group: cluster.recond.dev
+  scope: Namespaced
+  names: {kind: Sprocket, listKind: SprocketList, plural: sprockets, singular: sprocket}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
