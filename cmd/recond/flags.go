@@ -88,7 +88,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	o.observe = "list" // sync and diff tick once: nothing to keep watching
 	if cmd == "run" {
 		fs.StringVar(&o.observe, "observe", "watch", "how live objects are observed: watch (caches fed by watches; a change by someone else triggers a tick at once) or list (a LIST per kind at every tick; for RBAC without watch)")
-		fs.DurationVar(&o.watchStaleAfter, "watch-stale-after", watch.DefaultStaleAfter, "with --observe=watch: a cache that has seen no event and no bookmark for this long is restarted (a fresh LIST and a new watch) by the tick that reads it, so that a stalled watch cannot hide drift")
+		fs.DurationVar(&o.watchStaleAfter, "watch-stale-after", watch.DefaultStaleAfter, "with --observe=watch: a cache that has seen no event and no bookmark for this long is restarted (a fresh LIST and a new watch) by the tick that reads it, so that a stalled watch cannot hide drift; the API server bookmarks a kind only when resourceVersions move, so a kind quiet across the cluster costs one LIST per this long (per tick when --interval is longer)")
 	}
 	fs.IntVar(&o.applyConcurrency, "apply-concurrency", 8, "most writes (and validating dry runs) made at once within one dependency wave")
 	fs.DurationVar(&o.healthTimeout, "health-timeout", reconcile.DefaultHealthTimeout, "how long an object may stay in progress after recond last applied a change to it (or after it started progressing without one) before its health is failed (\"progress deadline\")")

@@ -1,6 +1,8 @@
 package source
 
 import (
+	"compress/flate"
+	"compress/zlib"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -438,7 +440,12 @@ func (s *Source) takeSuspect() string {
 // clone (missing, or damaged beyond what its types tell).
 func readFault(err error) bool {
 	msg := err.Error()
-	return errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, io.ErrUnexpectedEOF) ||
+	var (
+		ore     *objectReadError
+		corrupt flate.CorruptInputError
+	)
+	return errors.As(err, &ore) || errors.As(err, &corrupt) || errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) ||
+		errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		strings.Contains(msg, "invalid git object") || strings.Contains(msg, "malformed IDX") ||
 		strings.Contains(msg, "zlib: invalid") || strings.Contains(msg, "packfile")
 }
@@ -482,7 +489,8 @@ func (s *Source) fetchRemote(ctx context.Context) (Revision, error) {
 
 	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
 	if err != nil {
-		return Revision{}, fmt.Errorf("list remote refs: %w", err)
+		// Listing writes nothing locally: whatever it says is the remote's.
+		return Revision{}, &remoteError{fmt.Errorf("list remote refs: %w", err)}
 	}
 	name, h, err := resolveAdvertised(refs, s.ref)
 	if err != nil {
@@ -634,6 +642,13 @@ func (s *Source) openCache() (*git.Repository, error) {
 	return repo, nil
 }
 
+// remoteError is a failure of the remote (or of the way to it) that the
+// clone has no part in: it is never rebuilt for one.
+type remoteError struct{ err error }
+
+func (e *remoteError) Error() string { return e.err.Error() }
+func (e *remoteError) Unwrap() error { return e.err }
+
 // errCredentials marks a credentials file that cannot be read: not the
 // clone's fault.
 var errCredentials = errors.New("read credentials")
@@ -657,6 +672,7 @@ func brokenCache(err error) bool {
 	err = wrapGoGit(err)
 	var (
 		ce      *cacheError
+		re      *remoteError
 		urlErr  *url.Error
 		opErr   *net.OpError
 		httpErr *githttp.Err
@@ -665,7 +681,7 @@ func brokenCache(err error) bool {
 	switch {
 	case errors.As(err, &ce), errors.Is(err, plumbing.ErrObjectNotFound):
 		return true
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+	case errors.As(err, &re), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, plumbing.ErrReferenceNotFound),
 		errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
 		errors.Is(err, transport.ErrInvalidAuthMethod), errors.Is(err, transport.ErrRepositoryNotFound),

@@ -1,6 +1,8 @@
 package source
 
 import (
+	"compress/flate"
+	"compress/zlib"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -598,6 +600,7 @@ func TestBrokenCache(t *testing.T) {
 		{"too many requests, as go-git returns it", plumbing.NewUnexpectedError(&githttp.Err{Response: &http.Response{StatusCode: 429}}), false},
 		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), false},
 		{"ssh key refused", errors.New("ssh: unable to authenticate, attempted methods [none publickey]"), false},
+		{"listing refs (an answer that is not Git's)", &remoteError{errors.New("list remote refs: invalid pkt-len found")}, false},
 	} {
 		if got := brokenCache(tc.err); got != tc.want {
 			t.Errorf("%s: brokenCache(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
@@ -665,6 +668,27 @@ func TestDamagedObjectIsClonedAfresh(t *testing.T) {
 		}
 		if rev := mustFetch(t, s); rev.Fetched {
 			t.Errorf("Fetch() after a render that failed on the commit's content cloned afresh (%+v)", rev)
+		}
+	}
+}
+
+// TestReadFault: the errors of a clone that cannot give an object's content
+// (so worth one fresh clone) are told from a commit's own faults.
+func TestReadFault(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"marked read error", &ManifestError{File: "a.yaml", Err: &objectReadError{errors.New("read: x")}}, true},
+		{"garbage in a deflate stream", &ManifestError{File: "a.yaml", Err: fmt.Errorf("read: %w", flate.CorruptInputError(12))}, true},
+		{"zlib checksum", fmt.Errorf("blob: %w", zlib.ErrChecksum), true},
+		{"object missing", fmt.Errorf("blob: %w", plumbing.ErrObjectNotFound), true},
+		{"invalid YAML", &ManifestError{File: "a.yaml", Err: errors.New("yaml: line 1: did not find expected node content")}, false},
+		{"a limit", &ManifestError{File: "a.yaml", Err: errors.New("bytes limit exceeded")}, false},
+	} {
+		if got := readFault(tc.err); got != tc.want {
+			t.Errorf("%s: readFault(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
 }

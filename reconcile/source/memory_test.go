@@ -155,3 +155,26 @@ func (r *testRepo) symlinkCommit(parent, name, target string) string {
 		TreeHash: root, ParentHashes: []plumbing.Hash{plumbing.NewHash(parent)}})
 	return c.String()
 }
+
+// TestReadFileRefusesAnObjectLongerThanItsSize: an object whose size field
+// says less than its content (a damaged pack) is a read error, never a
+// file cut short at that size (which could decode to fewer objects).
+func TestReadFileRefusesAnObjectLongerThanItsSize(t *testing.T) {
+	content := []byte(cm("a") + "---\n" + cm("b"))
+	o := &plumbing.MemoryObject{}
+	o.SetType(plumbing.BlobObject)
+	if _, err := o.Write(content); err != nil {
+		t.Fatal(err)
+	}
+	o.SetSize(int64(len(content) / 2)) // the header lies
+	blob, err := object.DecodeBlob(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &budget{lim: DefaultLimits}
+	data, err := b.readFile("a.yaml", object.NewFile("a.yaml", filemode.Regular, blob))
+	var ore *objectReadError
+	if err == nil || !errors.As(err, &ore) {
+		t.Fatalf("readFile = %q, %v; want a read error", data, err)
+	}
+}

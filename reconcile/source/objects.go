@@ -40,6 +40,13 @@ func streamLarge(repo *git.Repository) (*git.Repository, error) {
 	return r, nil
 }
 
+// objectReadError is the clone failing to give an object's content (missing,
+// damaged): not the commit's fault, so the next Fetch clones afresh.
+type objectReadError struct{ err error }
+
+func (e *objectReadError) Error() string { return e.err.Error() }
+func (e *objectReadError) Unwrap() error { return e.err }
+
 // readFile reads the content of f, the file name of the render, after
 // checking its size (from the object's header) against MaxFileBytes and
 // what is left of MaxBytes: a file over either is refused unread. The read
@@ -54,15 +61,18 @@ func (b *budget) readFile(name string, f *object.File) ([]byte, error) {
 	}
 	rd, err := f.Reader()
 	if err != nil {
-		return nil, &ManifestError{File: name, Err: fmt.Errorf("read: %w", err)}
+		return nil, &ManifestError{File: name, Err: &objectReadError{fmt.Errorf("read: %w", err)}}
 	}
 	defer rd.Close()
 	data := make([]byte, f.Size)
 	if _, err := io.ReadFull(rd, data); err != nil {
-		return nil, &ManifestError{File: name, Err: fmt.Errorf("read: %w", err)}
+		return nil, &ManifestError{File: name, Err: &objectReadError{fmt.Errorf("read: %w", err)}}
 	}
-	if n, _ := rd.Read(make([]byte, 1)); n > 0 {
-		return nil, &ManifestError{File: name, Err: errors.New("read: object longer than its size")}
+	// Past the size, a whole object ends (io.EOF); one whose size field
+	// lies goes on, or (go-git's bounded reader of large objects) says so
+	// with an error: either is a damaged object, never a shorter file.
+	if n, err := io.ReadFull(rd, make([]byte, 1)); n > 0 || !errors.Is(err, io.EOF) {
+		return nil, &ManifestError{File: name, Err: &objectReadError{fmt.Errorf("read: object does not end at its size (%v)", err)}}
 	}
 	return data, nil
 }

@@ -158,7 +158,10 @@ func New(ctx context.Context, dyn dynamic.Interface, mapper Mapper, namespace st
 
 // Close stops every informer and waits for them to end.
 func (c *Cache) Close() {
+	// Under mu: a restart or a first informer adds to wg only before it.
+	c.mu.Lock()
 	c.cancel()
+	c.mu.Unlock()
 	c.wg.Wait()
 }
 
@@ -296,6 +299,11 @@ func (c *Cache) fresh(ctx context.Context, k *kindInformer) (*kindInformer, erro
 	}
 	age, stale := k.stale(time.Now(), c.opts.StaleAfter)
 	if !stale {
+		if k.inf.HasSynced() {
+			// A restart whose reader gave up before the sync: its missed
+			// changes are handed on by the next read.
+			c.handOnMissed(k)
+		}
 		return k, nil
 	}
 	next, err := c.restart(k, age)
@@ -305,8 +313,18 @@ func (c *Cache) fresh(ctx context.Context, k *kindInformer) (*kindInformer, erro
 	if err := c.waitSynced(ctx, next); err != nil {
 		return nil, err
 	}
-	c.missed(next)
+	c.handOnMissed(next)
 	return next, nil
+}
+
+// handOnMissed hands on what a restarted informer's stalled watch missed,
+// and says so when there was something: only then had the watch stalled (a
+// quiet kind gets no bookmarks, and its restart finds nothing).
+func (c *Cache) handOnMissed(k *kindInformer) {
+	if n := c.missed(k); n > 0 {
+		c.log.Warn("watch stalled: the restarted watch found changes the old one had not delivered",
+			"kind", k.key.gvk.String(), "selector", k.key.selector, "changes", n)
+	}
 }
 
 // restart replaces old, which has seen nothing for age, by a new informer
@@ -326,7 +344,7 @@ func (c *Cache) restart(old *kindInformer, age time.Duration) (*kindInformer, er
 	k := c.start(old.key, old.mapping, old)
 	c.informers[old.key] = k
 	c.restarts.Add(1)
-	c.log.Warn("watch stalled: no event or bookmark; restarting it with a fresh list",
+	c.log.Info("no event or bookmark for a while: restarting the watch with a fresh list",
 		"kind", old.key.gvk.String(), "selector", old.key.selector,
 		"age", age.Round(time.Millisecond).String(), "stale_after", c.opts.StaleAfter.String())
 	return k, nil

@@ -304,14 +304,15 @@ func (c *Cache) send(p pending) {
 // replaced did not deliver: the objects k, synced, shows changed or gone.
 // They are drift a watch would have shown (or recond's own writes, which
 // dispatch filters out as it does a watch's).
-func (c *Cache) missed(k *kindInformer) {
+func (c *Cache) missed(k *kindInformer) int {
 	k.mu.Lock()
 	old := k.restartOf
 	k.restartOf = nil // once, and the old store can go
 	k.mu.Unlock()
 	if old == nil || c.opts.OnEvent == nil {
-		return
+		return 0
 	}
+	n := 0
 	now := time.Now()
 	was := map[string]*unstructured.Unstructured{}
 	for _, o := range old.inf.GetStore().List() {
@@ -328,12 +329,15 @@ func (c *Cache) missed(k *kindInformer) {
 			delete(was, u.GetName())
 			if w.GetResourceVersion() != u.GetResourceVersion() {
 				c.send(pending{kind: k.key.gvk.Kind, old: w, new: u, at: now})
+				n++
 			}
 		}
 	}
 	for _, w := range was {
 		c.send(pending{kind: k.key.gvk.Kind, new: w, at: now})
+		n++
 	}
+	return n
 }
 
 // dispatch classifies notifications and calls OnEvent, one at a time.
