@@ -370,6 +370,12 @@ func TestFaultAPIWatchStall(t *testing.T) {
 	r.Recovery("watch stalled (no events, no bookmarks)", on, last, 2, 20*time.Second, func(tk Tick) bool {
 		return Succeeded(tk) && tk.Num("healed") > 0
 	})
+	if v := r.Metric("recond_watch_restarts_total", nil); v < 1 {
+		t.Errorf("recond_watch_restarts_total = %v after the stall, want at least 1", v)
+	}
+	if !strings.Contains(r.Log(), `"msg":"watch stalled`) {
+		t.Error("no warning that the watch had stalled")
+	}
 	stall.Remove()
 	apiCheckKept(t, cp.Client, ns, before, n, "v1")
 	apiNoFailure(t, r, start.ID)

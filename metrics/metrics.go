@@ -83,6 +83,9 @@ type Metrics struct {
 	observeSyncWait prometheus.Counter
 	// cacheAge is the age of the stalest watch cache at the last tick.
 	cacheAge prometheus.Gauge
+	// watchRestarts counts watch caches restarted for having seen nothing
+	// for --watch-stale-after.
+	watchRestarts prometheus.Counter
 	// resourcesHealth is how many desired objects had each health
 	// (current, in_progress, failed, terminating, unknown) at the last
 	// health assessment.
@@ -213,6 +216,10 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "observe_cache_age_seconds",
 			Help: "Age of the stalest watch cache at the last tick: time since it last saw an event or a bookmark.",
 		}),
+		watchRestarts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "watch_restarts_total",
+			Help: "Watch caches restarted (a fresh LIST and a new watch) because they had seen no event, bookmark or list for --watch-stale-after.",
+		}),
 		resourcesHealth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "resources_health", Help: "Desired objects by health at the last health assessment.",
 		}, []string{"health"}),
@@ -252,7 +259,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		now: time.Now,
 	}
 	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.panics, m.lastTick, m.lastSuccess,
-		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge,
+		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge, m.watchRestarts,
 		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.webhooks, m.operations, m.sourceInfo, m.buildInfo)
 
 	for _, o := range reconcile.Outcomes {
@@ -340,6 +347,7 @@ func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 		m.observeCalls.Add(float64(c.Calls))
 		m.observeSyncWait.Add(c.SyncWait.Seconds())
 		m.cacheAge.Set(c.CacheAge.Seconds())
+		m.watchRestarts.Add(float64(c.Restarts))
 	}
 	if r.Trigger != "" {
 		m.triggers.WithLabelValues(string(r.Trigger)).Inc()

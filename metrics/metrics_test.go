@@ -458,3 +458,33 @@ func panicked(t *testing.T) error {
 	}
 	return err
 }
+
+// TestObserveCost: what a tick's observing cost adds up across ticks (API
+// calls, sync waits, watch restarts); the cache age is the last tick's.
+func TestObserveCost(t *testing.T) {
+	m, reg, _ := newTest(t)
+	for _, c := range []reconcile.ObserveCost{
+		{Calls: 2, SyncWait: 1500 * time.Millisecond, CacheAge: 40 * time.Second, Restarts: 1},
+		{Calls: 1, CacheAge: 5 * time.Second, Restarts: 2},
+	} {
+		script(m, context.Background(), &reconcile.Result{Outcome: reconcile.OutcomeConverged, Observe: &c})
+	}
+	want := `
+# HELP recond_observe_api_calls_total API requests the watch cache made for the observe phase (store misses); 0 with --observe=list.
+# TYPE recond_observe_api_calls_total counter
+recond_observe_api_calls_total 3
+# HELP recond_observe_cache_age_seconds Age of the stalest watch cache at the last tick: time since it last saw an event or a bookmark.
+# TYPE recond_observe_cache_age_seconds gauge
+recond_observe_cache_age_seconds 5
+# HELP recond_observe_sync_wait_seconds_total Time the observe phase waited for watch caches to sync.
+# TYPE recond_observe_sync_wait_seconds_total counter
+recond_observe_sync_wait_seconds_total 1.5
+# HELP recond_watch_restarts_total Watch caches restarted (a fresh LIST and a new watch) because they had seen no event, bookmark or list for --watch-stale-after.
+# TYPE recond_watch_restarts_total counter
+recond_watch_restarts_total 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "recond_observe_api_calls_total", "recond_observe_cache_age_seconds",
+		"recond_observe_sync_wait_seconds_total", "recond_watch_restarts_total"); err != nil {
+		t.Error(err)
+	}
+}

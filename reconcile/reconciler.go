@@ -56,6 +56,9 @@ type ObserveCost struct {
 	// CacheAge is the age of the stalest cache: the time since it last saw
 	// an event or a bookmark.
 	CacheAge time.Duration
+	// Restarts is caches restarted because they had seen nothing for the
+	// stale limit (--watch-stale-after): a stalled watch, or a quiet kind.
+	Restarts int64
 }
 
 // Config is what a Reconciler holds its namespace to.

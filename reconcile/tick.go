@@ -119,7 +119,8 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	}
 	if costs {
 		after := lc.Cost()
-		res.Observe = &ObserveCost{Calls: after.Calls - before.Calls, SyncWait: after.SyncWait - before.SyncWait, CacheAge: after.CacheAge}
+		res.Observe = &ObserveCost{Calls: after.Calls - before.Calls, SyncWait: after.SyncWait - before.SyncWait, CacheAge: after.CacheAge,
+			Restarts: after.Restarts - before.Restarts}
 	}
 	res.BackingOff = st.BackingOff
 	res.Revision, res.Fetched = st.Revision, st.Fetched

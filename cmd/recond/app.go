@@ -80,7 +80,7 @@ type watchLive struct{ *watch.Cache }
 // Cost implements reconcile.LiveCost.
 func (w watchLive) Cost() reconcile.ObserveCost {
 	s := w.Stats()
-	return reconcile.ObserveCost{Calls: s.Gets, SyncWait: s.SyncWait, CacheAge: s.Age()}
+	return reconcile.ObserveCost{Calls: s.Gets, SyncWait: s.SyncWait, CacheAge: s.Age(), Restarts: s.Restarts}
 }
 
 func newApp(o *options, stderr io.Writer) (*app, error) {

@@ -371,6 +371,13 @@ func (c *Cache) waitSynced(ctx context.Context, k *kindInformer) error {
 		}
 		select {
 		case <-ctx.Done():
+			k.mu.Lock()
+			last := k.lastErr
+			k.mu.Unlock()
+			if last != nil {
+				// What kept it from syncing, for the log and the span.
+				return fmt.Errorf("wait for %s cache (its list or watch last failed: %v): %w", k.key.gvk.Kind, last, context.Cause(ctx))
+			}
 			return fmt.Errorf("wait for %s cache: %w", k.key.gvk.Kind, context.Cause(ctx))
 		case <-c.ctx.Done():
 			return fmt.Errorf("wait for %s cache: watch cache closed", k.key.gvk.Kind)
