@@ -39,6 +39,10 @@ type Config struct {
 	// (recond_health_timeout_seconds), so the for: only rides out a missed
 	// scrape.
 	RevisionNotHealthyFor time.Duration
+	// AbandonedFor is the for: of RecondTickAbandoned and RecondPanicked:
+	// one abandoned tick or one panic is worth a look, so it only rides out
+	// a missed scrape.
+	AbandonedFor time.Duration
 	// Critical and Warning are the severity label values.
 	Critical, Warning string
 	// RunbookBase is the URL of docs/runbooks.md; each alert links to its
@@ -63,6 +67,7 @@ func Default() Config {
 		TargetMissingFor:      5 * time.Minute,
 		DegradedFor:           10 * time.Minute,
 		RevisionNotHealthyFor: time.Minute,
+		AbandonedFor:          time.Minute,
 		Critical:              "critical",
 		Warning:               "warning",
 		RunbookBase:           "https://recond.dev/docs/runbooks",
@@ -201,6 +206,32 @@ func Rules(cfg Config) (RuleFile, error) {
 				"description": "recond ({{ $labels.job }}) applied the current revision in namespace {{ $labels.namespace }} " +
 					"{{ $value | humanizeDuration }} ago, longer than its --health-timeout, and it has never been healthy since: " +
 					"its objects are still progressing, failed or of unknown health.",
+			},
+		},
+		{
+			Alert: "RecondTickAbandoned",
+			Expr: fmt.Sprintf("sum by (%s, phase) (increase(recond_loop_stalls_total%s[%s])) > 0",
+				g.by, g.sel(), dur(cfg.FailureWindow)),
+			For:    dur(cfg.AbandonedFor),
+			Labels: map[string]string{"severity": cfg.Warning},
+			Annotations: map[string]string{
+				"summary": "recond abandoned a tick in namespace {{ $labels.namespace }}: its {{ $labels.phase }} phase did not return after its deadline.",
+				"description": "recond ({{ $labels.job }}) in namespace {{ $labels.namespace }} abandoned {{ $value | humanize }} tick(s) in the last " +
+					dur(cfg.FailureWindow) + ": the {{ $labels.phase }} phase was still running 2s after the tick's deadline (something ignores its context). " +
+					"The loop goes on; a process with two such phases still running starts no tick and is restarted by its liveness probe.",
+			},
+		},
+		{
+			Alert: "RecondPanicked",
+			Expr: fmt.Sprintf("sum by (%s, phase) (increase(recond_panics_total%s[%s])) > 0",
+				g.by, g.sel(), dur(cfg.FailureWindow)),
+			For:    dur(cfg.AbandonedFor),
+			Labels: map[string]string{"severity": cfg.Warning},
+			Annotations: map[string]string{
+				"summary": "recond recovered from a panic in its {{ $labels.phase }} phase in namespace {{ $labels.namespace }}.",
+				"description": "recond ({{ $labels.job }}) in namespace {{ $labels.namespace }} recovered from {{ $value | humanize }} panic(s) in its " +
+					"{{ $labels.phase }} phase in the last " + dur(cfg.FailureWindow) + ". The tick (or the write) failed with reason other; " +
+					"the stack is in the log, next to the tick's trace_id. This is a bug in recond: report it with the stack.",
 			},
 		},
 	}

@@ -60,7 +60,7 @@ func TestRulesAreComplete(t *testing.T) {
 			t.Errorf("docs/runbooks.md has no section %q for %s", "## "+r.Alert, r.Annotations["runbook_url"])
 		}
 	}
-	want := "RecondReconcileStalled,RecondLoopNotTicking,RecondPhaseFailing,RecondDriftPersisting,RecondObserveSlow,RecondTargetMissing,RecondDegraded,RecondRevisionNotHealthy"
+	want := "RecondReconcileStalled,RecondLoopNotTicking,RecondPhaseFailing,RecondDriftPersisting,RecondObserveSlow,RecondTargetMissing,RecondDegraded,RecondRevisionNotHealthy,RecondTickAbandoned,RecondPanicked"
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("alerts %s, want %s", got, want)
 	}
