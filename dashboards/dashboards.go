@@ -148,6 +148,11 @@ func namespace() *dashboard.DashboardBuilder {
 			series(`sum by (outcome) (rate(recond_ticks_total{namespace="$namespace"}[$__rate_interval]))`, "{{outcome}}"))).
 		WithPanel(timeseriesPanel("Phase failures by phase and reason", "ops",
 			series(`sum by (phase, reason) (rate(recond_phase_failures_total{namespace="$namespace"}[$__rate_interval]))`, "{{phase}} {{reason}}"))).
+		WithPanel(timeseriesPanel("Abandoned ticks, panics and watch restarts", "none",
+			series(`sum by (phase) (increase(recond_loop_stalls_total{namespace="$namespace"}[$__rate_interval]))`, "abandoned in {{phase}}"),
+			series(`sum by (phase) (increase(recond_panics_total{namespace="$namespace"}[$__rate_interval]))`, "panic in {{phase}}"),
+			series(`sum(increase(recond_watch_restarts_total{namespace="$namespace"}[$__rate_interval]))`, "watch restarts")).
+			Description("Ticks abandoned because a phase did not return within 2 s of the deadline (RecondTickAbandoned), recovered panics (RecondPanicked), and watch caches restarted after --watch-stale-after without an event or bookmark. All three are 0 in a healthy loop; watch restarts also count quiet kinds, which get no bookmarks.")).
 		WithRow(dashboard.NewRowBuilder("Source and objects")).
 		WithPanel(timelinePanel("Git revision",
 			series(`max by (revision) (recond_source_info{namespace="$namespace"})`, "{{revision}}"))).

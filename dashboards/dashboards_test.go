@@ -240,7 +240,7 @@ func isVariable(r *jsonRef) bool {
 
 // What recond exports (docs/metrics.md), as scraped.
 var (
-	counters   = []string{"recond_ticks_total", "recond_phase_failures_total", "recond_resource_operations_total"}
+	counters   = []string{"recond_ticks_total", "recond_phase_failures_total", "recond_resource_operations_total", "recond_loop_stalls_total", "recond_panics_total", "recond_watch_restarts_total"}
 	gauges     = []string{"recond_last_tick_timestamp_seconds", "recond_last_success_timestamp_seconds", "recond_interval_seconds", "recond_managed_resources", "recond_drifted_resources", "recond_source_info", "recond_build_info", "recond_resources_health", "recond_health_status"}
 	histograms = []string{"recond_tick_duration_seconds", "recond_phase_duration_seconds"}
 )
@@ -259,7 +259,9 @@ func TestMetricNames(t *testing.T) {
 		"recond_interval_seconds",
 		"recond_last_success_timestamp_seconds",
 		"recond_last_tick_timestamp_seconds",
+		"recond_loop_stalls_total",
 		"recond_managed_resources",
+		"recond_panics_total",
 		"recond_phase_duration_seconds_bucket",
 		"recond_phase_failures_total",
 		"recond_resource_operations_total",
@@ -267,6 +269,7 @@ func TestMetricNames(t *testing.T) {
 		"recond_source_info",
 		"recond_tick_duration_seconds_bucket",
 		"recond_ticks_total",
+		"recond_watch_restarts_total",
 	}
 	if !slices.Equal(names, want) {
 		t.Errorf("MetricNames = %q\nwant %q", names, want)
