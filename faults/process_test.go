@@ -524,7 +524,12 @@ func TestFaultProcessSIGKILLDuringInventoryWrite(t *testing.T) {
 			}
 			killed := time.Now()
 			r.Wait(10 * time.Second)
-			close(release)
+			// The held write stays held until the test ends: the proxy drops
+			// it once it sees the client gone, so it never lands (released
+			// now, it could still be sent before the proxy noticed).
+			held.Remove()
+			rel := release
+			t.Cleanup(func() { close(rel) })
 			live := owned(t, ns)
 			liveSecrets := ownedSecrets(t, ns)
 			inv := inventoryOf(t, ns)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -311,9 +312,19 @@ func (r *Recond) metric(name string, labels map[string]string) (float64, error) 
 	if err != nil {
 		return 0, err
 	}
-	fam, ok := fams[name]
+	v, ok := sumFamily(fams[name], labels)
 	if !ok {
 		return -1, nil
+	}
+	return v, nil
+}
+
+// sumFamily adds the values of fam's series that carry labels (a
+// histogram counts its samples); false when fam is missing or no series
+// matches.
+func sumFamily(fam *dto.MetricFamily, labels map[string]string) (float64, bool) {
+	if fam == nil {
+		return 0, false
 	}
 	sum, found := 0.0, false
 next:
@@ -339,10 +350,7 @@ next:
 			sum += m.GetUntyped().GetValue()
 		}
 	}
-	if !found {
-		return -1, nil
-	}
-	return sum, nil
+	return sum, found
 }
 
 // Get is the status code of GET path (0 when the request failed).

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"gonum.org/v1/plot"
@@ -814,7 +813,7 @@ func soakScrape(ctx context.Context, r *Recond) (soakSample, error) {
 		"go_goroutines": &s.goroutines, "go_memstats_heap_alloc_bytes": &s.heap, "go_memstats_next_gc_bytes": &s.nextGC,
 		"process_resident_memory_bytes": &s.rss, "process_open_fds": &s.fds, "recond_ticks_total": &s.ticks,
 	} {
-		v, ok := soakSum(fams[name], nil)
+		v, ok := sumFamily(fams[name], nil)
 		if !ok {
 			return s, fmt.Errorf("recond exports no %s", name)
 		}
@@ -838,41 +837,12 @@ func soakAPIWatches(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("parse the API server's /metrics: %w", err)
 	}
-	v, ok := soakSum(fams["apiserver_longrunning_requests"], map[string]string{"verb": "WATCH", "scope": "namespace"})
-	if !ok {
-		return 0, errors.New("the API server exports no apiserver_longrunning_requests{verb=WATCH}")
-	}
-	return v, nil
-}
-
-// soakSum adds the values of fam's series that carry labels; false when fam is
-// missing.
-func soakSum(fam *dto.MetricFamily, labels map[string]string) (float64, bool) {
+	fam := fams["apiserver_longrunning_requests"]
 	if fam == nil {
-		return 0, false
+		return 0, errors.New("the API server exports no apiserver_longrunning_requests")
 	}
-	total := 0.0
-next:
-	for _, m := range fam.GetMetric() {
-		have := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			have[lp.GetName()] = lp.GetValue()
-		}
-		for k, v := range labels {
-			if have[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			total += m.GetCounter().GetValue()
-		case m.Gauge != nil:
-			total += m.GetGauge().GetValue()
-		case m.Untyped != nil:
-			total += m.GetUntyped().GetValue()
-		}
-	}
-	return total, true
+	v, _ := sumFamily(fam, map[string]string{"verb": "WATCH", "scope": "namespace"}) // none open: 0
+	return v, nil
 }
 
 // plotSoak draws the samples in four panels (goroutines, memory, open
