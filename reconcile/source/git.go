@@ -450,13 +450,14 @@ func readFault(err error) bool {
 		strings.Contains(msg, "zlib: invalid") || strings.Contains(msg, "packfile")
 }
 
-// fetchChecked is fetchRemote, then a read of the revision's commit and root
+// fetchChecked is fetchRemote, then, after a fetch, a read of the revision's commit and root
 // tree through a clone opened afresh, as Render will read it: a damaged pack
 // or index that the fetching Repository did not need (it held the objects in
 // memory) is found here, where the clone can still be rebuilt.
 func (s *Source) fetchChecked(ctx context.Context) (Revision, error) {
 	rev, err := s.fetchRemote(ctx)
-	if err != nil {
+	if err != nil || !rev.Fetched {
+		// Not fetched: the revision was read from the clone just now.
 		return rev, err
 	}
 	repo, err := git.PlainOpen(s.cache)
