@@ -6,7 +6,7 @@
 #
 #   make image     (docker build --build-arg VERSION=$(git describe ...) -t recond:<version> .)
 
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+FROM --platform=$BUILDPLATFORM golang:1.27 AS build
 ARG TARGETOS=linux
 ARG TARGETARCH
 ARG VERSION=dev

@@ -17,14 +17,14 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 GO           ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 40m
 
-export GOTOOLCHAIN := local
+export GOTOOLCHAIN := go1.27.3
 export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL
 
 # Deployment manifests, image and their test inputs.
 include deploy/deploy.mk
 export K8S_VERSION ETCD_VERSION
 
-.PHONY: all build control-plane tools prometheus chromium screenshots generate verify test test-short vet vulncheck fuzz fuzz-short soak demo bench clean
+.PHONY: all build control-plane tools prometheus chromium screenshots generate verify test test-under-load test-short vet vulncheck fuzz fuzz-short soak demo bench clean
 
 all: build
 
@@ -95,6 +95,11 @@ fuzz:
 ## and manual syncs; samples plotted into docs/img/soak.png
 soak: control-plane
 	RECOND_SOAK=1 RECOND_SOAK_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 30m -run '^TestSoak$$' -v ./faults/
+
+## test-under-load: the webhook, fault-matrix, binary and loop packages 3 times in a row while stress-ng keeps
+## every core busy (RUNS=, PKGS= to choose)
+test-under-load: control-plane tools prometheus chromium $(TEST_DEPS)
+	@hack/under-load.sh $(or $(RUNS),3) $(PKGS)
 
 ## test-short: the quick tests only (no control plane)
 test-short:

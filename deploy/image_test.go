@@ -210,7 +210,7 @@ func TestDockerfileBuildsLikeMake(t *testing.T) {
 	if norm.Replace(string(mk[1])) != norm.Replace(string(df[1])) {
 		t.Errorf("Dockerfile -ldflags %q, make build %q", df[1], mk[1])
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/recond", "FROM --platform=$BUILDPLATFORM golang:1.26 AS build"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/recond", "FROM --platform=$BUILDPLATFORM golang:1.27 AS build"} {
 		if !bytes.Contains(dockerfile, []byte(want)) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}

@@ -171,6 +171,7 @@ func checkReferences(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("%s/%s: recond needs no cluster-wide permission", o.GetKind(), o.GetName())
 		}
 	}
+	checkInstanceName(t, objs)
 }
 
 func fromUnstructured(t testing.TB, u *unstructured.Unstructured, into any) {

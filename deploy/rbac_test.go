@@ -203,8 +203,9 @@ spec:
 `
 
 // The shipped Role lets recond campaign for its own Lease
-// (recond-leader-recond: create, get, renew, release) and nothing else on
-// Leases: not another instance's, not a list or a watch, not a delete.
+// (recond-leader-recond: create, get, renew, release, and list and watch it
+// by name, which the Elector's watch does) and nothing else on Leases: not
+// another instance's, not a list or a watch of all, not a delete.
 func TestLeaseRBACIsItsOwnLeaseOnly(t *testing.T) {
 	ns, cs := shippedServiceAccount(t)
 
@@ -213,9 +214,16 @@ func TestLeaseRBACIsItsOwnLeaseOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	led := make(chan struct{})
 	done := make(chan error, 1)
+	refused := make(chan error, 100)
 	go func() {
 		done <- leader.Run(ctx, leader.Config{Namespace: ns, Lease: reconcile.LeaseName("recond"), Identity: "recond-0",
-			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond},
+			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			Failed: func(err error) {
+				select {
+				case refused <- err:
+				default:
+				}
+			}},
 			cs.CoordinationV1(), nil, nil, func(ctx context.Context) { close(led); <-ctx.Done() })
 	}()
 	select {
@@ -225,10 +233,14 @@ func TestLeaseRBACIsItsOwnLeaseOnly(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the ServiceAccount never acquired its Lease")
 	}
-	time.Sleep(time.Second) // renewals (update) succeed too
+	time.Sleep(time.Second) // renewals (update) and the Lease's watch succeed too
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("leader election ended with %v", err)
+	}
+	close(refused)
+	for err := range refused {
+		t.Errorf("a request of the election refused under the shipped Role: %v", err)
 	}
 	lease, err := cp.Client.CoordinationV1().Leases(ns).Get(context.Background(), "recond-leader-recond", metav1.GetOptions{})
 	if err != nil {
@@ -256,6 +268,21 @@ func TestLeaseRBACIsItsOwnLeaseOnly(t *testing.T) {
 	forbidden("update another instance's Lease", err)
 	_, err = cs.CoordinationV1().Leases(ns).List(bg, metav1.ListOptions{})
 	forbidden("list Leases", err)
+	_, err = cs.CoordinationV1().Leases(ns).List(bg, metav1.ListOptions{FieldSelector: "metadata.name=recond-leader-other"})
+	forbidden("list another instance's Lease by name", err)
+	w, err := cs.CoordinationV1().Leases(ns).Watch(bg, metav1.ListOptions{})
+	if err == nil {
+		w.Stop()
+	}
+	forbidden("watch Leases", err)
+	if _, err := cs.CoordinationV1().Leases(ns).List(bg, metav1.ListOptions{FieldSelector: "metadata.name=recond-leader-recond"}); err != nil {
+		t.Errorf("list its own Lease by name: %v", err)
+	}
+	if w, err := cs.CoordinationV1().Leases(ns).Watch(bg, metav1.ListOptions{FieldSelector: "metadata.name=recond-leader-recond"}); err != nil {
+		t.Errorf("watch its own Lease by name: %v", err)
+	} else {
+		w.Stop()
+	}
 	err = cs.CoordinationV1().Leases(ns).Delete(bg, "recond-leader-recond", metav1.DeleteOptions{})
 	forbidden("delete its own Lease", err)
 	_, err = cs.CoordinationV1().Leases(ns+"-elsewhere").Create(bg, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "recond-leader-recond"}}, metav1.CreateOptions{})

@@ -176,15 +176,22 @@ func TestFaultGitServerHangs(t *testing.T) {
 	hang.Store(true)
 	sha := repo.Commit("v2", gitFiles(3, "v2"))
 	last := gitFaultOn(t, r, ok.ID, f0, "read", "timeout", 30*time.Second)
+	// Each hung tick ended at its deadline, not before (a timer never fires
+	// early, so this holds on any machine), and because the fetch gave up
+	// there: a fetch that ignored its deadline would have been abandoned,
+	// counted in recond_loop_stalls_total (the wedged-phase row).
 	for _, tk := range r.Ticks() {
 		if tk.ID <= ok.ID || !tk.Failed() {
 			continue
 		}
 		d, err := time.ParseDuration(tk.Str("duration"))
-		if err != nil || d < tickTimeout-100*time.Millisecond || d > tickTimeout+time.Second {
-			t.Errorf("%s took %s, want about --tick-timeout %s", tk, tk.Str("duration"), tickTimeout)
+		if err != nil || d < tickTimeout-100*time.Millisecond {
+			t.Errorf("%s took %s, want at least --tick-timeout %s", tk, tk.Str("duration"), tickTimeout)
 		}
 		t.Logf("hung tick %d took %s", tk.ID, tk.Str("duration"))
+	}
+	if v := r.Metric("recond_loop_stalls_total", nil); v > 0 {
+		t.Errorf("recond_loop_stalls_total = %v: a hung fetch was abandoned instead of ending at the tick's deadline", v)
 	}
 	gitCheckNoWrites(t, r, ok.ID)
 	gitCheckUntouched(t, ns, before)

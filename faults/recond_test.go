@@ -205,11 +205,18 @@ func (r *Recond) LastTick() Tick {
 	return ts[len(ts)-1]
 }
 
-// WaitLine waits up to timeout for a log line that ok accepts (earlier lines
-// count) and returns the first one. It fails the test if recond exits or
-// the time is up.
+// minWait is the least time a wait of the harness (WaitLine, WaitTick,
+// Recovery) gives up after, whatever timeout its caller asked for. A
+// wait's timeout guards against a hang; it is never a bound (the bounds are
+// in ticks, events and state), so a busy machine must not reach it.
+const minWait = time.Minute
+
+// WaitLine waits up to timeout (at least minWait) for a log line that ok
+// accepts (earlier lines count) and returns the first one. It fails the
+// test if recond exits or the time is up.
 func (r *Recond) WaitLine(timeout time.Duration, ok func(Line) bool) Line {
 	r.t.Helper()
+	timeout = max(timeout, minWait)
 	deadline := time.Now().Add(timeout)
 	for {
 		for _, l := range r.Lines() {
@@ -229,11 +236,12 @@ func (r *Recond) WaitLine(timeout time.Duration, ok func(Line) bool) Line {
 	}
 }
 
-// WaitTick waits up to timeout for a tick with an ID above after that ok
-// accepts, and returns it. It fails the test if recond exits or the time is
-// up, naming the last tick.
+// WaitTick waits up to timeout (at least minWait) for a tick with an ID
+// above after that ok accepts, and returns it. It fails the test if recond
+// exits or the time is up, naming the last tick.
 func (r *Recond) WaitTick(timeout time.Duration, after uint64, ok func(Tick) bool) Tick {
 	r.t.Helper()
+	timeout = max(timeout, minWait)
 	deadline := time.Now().Add(timeout)
 	for {
 		for _, tk := range r.Ticks() {
@@ -355,7 +363,7 @@ next:
 
 // Get is the status code of GET path (0 when the request failed).
 func (r *Recond) Get(path string) int {
-	c := http.Client{Timeout: 5 * time.Second}
+	c := http.Client{Timeout: 30 * time.Second}
 	resp, err := c.Get(r.Addr + path)
 	if err != nil {
 		return 0

@@ -15,7 +15,7 @@
 set -euo pipefail
 
 fuzztime=${1:-10s}
-export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 parallel=${FUZZ_PARALLEL:-2}
 cd "$(dirname "$0")/.."
 root=$(pwd)

@@ -4,6 +4,15 @@
 // election); the holder runs the loop, the others wait as standby and take
 // over when the holder stops renewing.
 //
+// Holding the Lease is not enough to write: an Elector's MayWrite says
+// whether this process holds the Lease as last observed, and the apply
+// phase asks it before every write. The Elector watches its Lease, so a
+// Lease deleted or taken by another process stops the writes at once (not
+// only once the renewals have failed for the renew deadline); a process
+// that takes a Lease it did not see expire (one deleted and created again)
+// waits a lease duration before its first write, so that the old holder
+// has stopped first.
+//
 // The loop is stopped before the Lease is released, so a standby never
 // starts writing while the old leader is still finishing an object.
 package leader

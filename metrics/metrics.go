@@ -66,6 +66,11 @@ type Metrics struct {
 	// leader is 1 while this process holds the instance's Lease (or runs
 	// without leader election), 0 while it waits as standby.
 	leader prometheus.Gauge
+	// leaseFailures counts requests on the instance's Lease (get, create,
+	// update, and the watch's list and watch) that failed, by reason (the
+	// closed set of reconcile.Reasons): forbidden is a Role that does not
+	// name the Lease.
+	leaseFailures *prometheus.CounterVec
 	// triggers counts ticks by what asked for them (interval, watch,
 	// manual).
 	triggers *prometheus.CounterVec
@@ -195,6 +200,10 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "leader",
 			Help: "1 while this process holds the instance's Lease and ticks, 0 while it waits as standby.",
 		}),
+		leaseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "lease_failures_total",
+			Help: "Requests on the instance's Lease (get, create, update, list, watch) that failed, by reason.",
+		}, []string{"reason"}),
 		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "tick_triggers_total", Help: "Ticks by what asked for them.",
 		}, []string{"source"}),
@@ -259,7 +268,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		now: time.Now,
 	}
 	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.panics, m.lastTick, m.lastSuccess,
-		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge, m.watchRestarts,
+		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.leaseFailures, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge, m.watchRestarts,
 		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.webhooks, m.operations, m.sourceInfo, m.buildInfo)
 
 	for _, o := range reconcile.Outcomes {
@@ -275,6 +284,9 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 	}
 	for _, t := range reconcile.Triggers {
 		m.triggers.WithLabelValues(string(t))
+	}
+	for _, r := range reconcile.Reasons {
+		m.leaseFailures.WithLabelValues(string(r))
 	}
 	for _, a := range []diff.Action{diff.Create, diff.Update, diff.Delete} {
 		for _, r := range []string{"success", "error"} {
@@ -440,6 +452,10 @@ func (m *Metrics) SetLeader(leading bool) {
 	}
 	m.leader.Set(v)
 }
+
+// LeaseFailed counts a failed request on the instance's Lease, by reason
+// (leader.Config.Failed).
+func (m *Metrics) LeaseFailed(reason string) { m.leaseFailures.WithLabelValues(reason).Inc() }
 
 // setRevision keeps exactly one recond_source_info series.
 func (m *Metrics) setRevision(rev string) {

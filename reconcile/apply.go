@@ -76,7 +76,9 @@ type outcome struct {
 
 // inWave calls fn for every change, at most Config.ApplyConcurrency at once
 // (1 when unset), in order. It starts no further call after one has failed
-// or once the tick is stopped, and returns when the calls in flight have
+// (unless the server refused that object alone, see refused: then every
+// refused object of the wave is found and named) or once the tick is
+// stopped, and returns when the calls in flight have
 // finished: a write is never abandoned half way by recond itself, only cut
 // by the tick's deadline. results[i] is changes[i]'s. The error is the first
 // failure in the changes' order, else the stop. The callers merge the
@@ -96,6 +98,13 @@ func (r *Reconciler) inWave(ctx context.Context, st *State, changes []diff.Chang
 		if failed.Load() {
 			break
 		}
+		// Before every call, not once per wave: a process that stopped
+		// holding the Lease mid-wave writes nothing more (checked first: a
+		// lost Lease also stops the loop, and is the reason).
+		if err := r.mayWrite(); err != nil {
+			stopErr = err
+			break
+		}
 		if err := st.stopped(); err != nil {
 			stopErr = err
 			break
@@ -107,7 +116,7 @@ func (r *Reconciler) inWave(ctx context.Context, st *State, changes []diff.Chang
 			start := time.Now()
 			o := call(ctx, c, fn)
 			o.took, o.ran = time.Since(start), true
-			if o.err != nil {
+			if o.err != nil && !refused(o.err) {
 				failed.Store(true)
 			}
 			results[i] = o
@@ -120,6 +129,22 @@ func (r *Reconciler) inWave(ctx context.Context, st *State, changes []diff.Chang
 		}
 	}
 	return results, stopErr
+}
+
+// errNotWriter marks a write refused because this process may not write
+// for its instance now (Config.MayWrite): another process holds the Lease,
+// or it is gone. Classify reports it as ReasonConflict.
+var errNotWriter = errors.New("refused to write: this process does not hold the instance's Lease")
+
+// mayWrite asks Config.MayWrite whether this process may write now.
+func (r *Reconciler) mayWrite() error {
+	if r.cfg.MayWrite == nil || r.cfg.DryRun {
+		return nil
+	}
+	if err := r.cfg.MayWrite(); err != nil {
+		return fmt.Errorf("%w (nothing more written, nothing pruned): %w", errNotWriter, err)
+	}
+	return nil
 }
 
 // call runs fn, turning a panic into an error: the phase's own recovery
@@ -138,7 +163,7 @@ func call(ctx context.Context, c diff.Change, fn func(context.Context, diff.Chan
 // the phase before anything is written. Writes go wave by wave in dependency
 // order, the objects of one wave concurrently (Config.ApplyConcurrency);
 // prunes run only after every write succeeded, waves in reverse order.
-func (r *Reconciler) apply(ctx context.Context, st *State) error {
+func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 	var writes, deletes []diff.Change
 	for _, c := range st.Changes {
 		if c.Action == diff.Delete {
@@ -157,10 +182,23 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 		}
 	}
 	defer func() { st.Counts.Managed = len(owned) }()
+	// What the tick meant to write and never attempted (the apply stopped
+	// at a refusal, a failure or a stop), for a partial apply's report.
+	defer func() {
+		if err != nil && !r.cfg.DryRun {
+			st.Counts.NotWritten = max(len(st.Changes)-len(st.Ops), 0)
+		}
+	}()
 
-	inv, err := r.loadInventory(ctx)
+	inv, err := r.loadInventory(ctx, st)
 	if err != nil {
 		return err
+	}
+	if !r.cfg.DryRun {
+		// A lost inventory is rewritten whatever the rest of the tick does.
+		if err := r.repairInventory(ctx, inv); err != nil {
+			return err
+		}
 	}
 
 	if !r.cfg.DryRun && !r.cfg.SelfHeal && st.Revision == inv.Revision {
@@ -213,6 +251,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			}
 			st.Ops = append(st.Ops, op)
 			if o.err != nil {
+				st.Counts.Refused++
 				continue
 			}
 			st.wrote = true
@@ -229,7 +268,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			}
 		}
 		if err != nil {
-			return err
+			return writeFailed(st, err)
 		}
 	}
 	for _, wave := range waves(deletes) {
@@ -247,6 +286,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: o.err, Duration: o.took,
 				APIVersion: c.Live.GetAPIVersion(), UID: c.Live.GetUID(), ResourceVersion: c.Live.GetResourceVersion()})
 			if o.err != nil {
+				st.Counts.Refused++
 				continue
 			}
 			st.wrote = true
@@ -258,7 +298,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 			st.Counts.Pruned++
 		}
 		if err != nil {
-			return err
+			return writeFailed(st, err)
 		}
 	}
 	if err := r.saveInventory(ctx, nextInventory(st, owned)); err != nil {
@@ -266,6 +306,24 @@ func (r *Reconciler) apply(ctx context.Context, st *State) error {
 	}
 	st.RevisionApplied = inv.Revision != st.Revision
 	return nil
+}
+
+// writeFailed is the apply's error when a wave of writes (or prunes) ended
+// with err: every object of the wave whose write failed, named, with what
+// the tick wrote before and left unwritten. A stop with no failed write is
+// err itself.
+func writeFailed(st *State, err error) error {
+	var errs []error
+	for _, op := range st.Ops {
+		if op.Err != nil {
+			errs = append(errs, op.Err)
+		}
+	}
+	if len(errs) == 0 {
+		return err
+	}
+	written := st.Counts.Created + st.Counts.Updated + st.Counts.Pruned
+	return rejected(fmt.Sprintf("apply stopped: %d object(s) written, %d refused, %d not attempted", written, len(errs), max(len(st.Changes)-len(st.Ops), 0)), errs)
 }
 
 // fieldPaths are the paths of the fields an update changes.
@@ -304,7 +362,14 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 	// objects that a tick timeout cut short goes on where it stopped.
 	r.validated.expire()
 	var check []diff.Change
+	local := map[*unstructured.Unstructured]error{}
 	for _, c := range writes {
+		// A Secret's data the API server cannot decode is refused here,
+		// naming the key (the server answers 500, quoting nothing useful).
+		if err := secretData(c.Desired); err != nil {
+			local[c.Desired] = err
+			continue
+		}
 		if c.Action != diff.Create || !r.validated.holds(c.Desired, r.equivalent) {
 			check = append(check, c)
 		}
@@ -323,17 +388,30 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 	if errors.Is(err, errStopped) {
 		return nil, err
 	}
-	if err != nil {
+	if err != nil || len(local) > 0 {
+		dry := make(map[*unstructured.Unstructured]outcome, len(check))
 		for i, c := range check {
-			if o := results[i]; o.ran && o.err != nil {
-				op := Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took, APIVersion: c.Desired.GetAPIVersion()}
-				if c.Live != nil {
-					op.UID, op.ResourceVersion = c.Live.GetUID(), c.Live.GetResourceVersion()
-				}
-				st.Rejected = append(st.Rejected, op)
-			}
+			dry[c.Desired] = results[i]
 		}
-		return nil, fmt.Errorf("validate before writing (nothing written): %w", err)
+		// Every object refused, in write order: the server's verdicts and
+		// the local ones.
+		var errs []error
+		for _, c := range writes {
+			o := dry[c.Desired]
+			if e, ok := local[c.Desired]; ok {
+				o = outcome{err: e, ran: true}
+			}
+			if !o.ran || o.err == nil {
+				continue
+			}
+			op := Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took, APIVersion: c.Desired.GetAPIVersion()}
+			if c.Live != nil {
+				op.UID, op.ResourceVersion = c.Live.GetUID(), c.Live.GetResourceVersion()
+			}
+			st.Rejected = append(st.Rejected, op)
+			errs = append(errs, o.err)
+		}
+		return nil, rejected("validate before writing (nothing written)", errs)
 	}
 	out := make(map[*unstructured.Unstructured]*unstructured.Unstructured, len(check))
 	for i, c := range check {

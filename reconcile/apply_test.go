@@ -51,6 +51,10 @@ func sortByDependency(cs []diff.Change) {
 
 // inWave runs at most ApplyConcurrency calls at once, every one of them
 // when nothing fails, and returns each result at its change's index.
+//
+// The calls wait until want of them run at once (a barrier, not a sleep
+// that a busy machine may let end before the others start), then overlap
+// a little more: a bound too high shows as a peak above want.
 func TestInWaveBoundsConcurrency(t *testing.T) {
 	for _, tc := range []struct{ concurrency, want int }{{0, 1}, {-3, 1}, {1, 1}, {4, 4}, {8, 8}} {
 		t.Run(fmt.Sprint(tc.concurrency), func(t *testing.T) {
@@ -58,9 +62,18 @@ func TestInWaveBoundsConcurrency(t *testing.T) {
 			st := newTestState(context.Background())
 			changes := numbered(40)
 			var now, peak atomic.Int32
+			reached := make(chan struct{})
+			var once sync.Once
 			results, err := r.inWave(context.Background(), st, changes, func(_ context.Context, c diff.Change) outcome {
 				n := now.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				if int(n) >= tc.want {
+					once.Do(func() { close(reached) })
+				}
+				select {
+				case <-reached:
+				case <-time.After(guard): // a guard against a hang: the peak below tells
 				}
 				time.Sleep(2 * time.Millisecond)
 				now.Add(-1)

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -49,7 +50,9 @@ func Classify(err error) Reason {
 		// A revision not signed by a trusted key is refused, like a request
 		// the API server forbids.
 		return ReasonForbidden
-	case errors.As(err, &own):
+	case errors.As(err, &own), errors.Is(err, errNotWriter):
+		// Another recond owns the object, or another process of this
+		// instance holds its Lease.
 		return ReasonConflict
 	case errors.Is(err, errTickTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, errAbandoned),
 		// client-go's rate limiter refuses a wait that would pass the
@@ -105,6 +108,11 @@ func classifyAPI(err error) Reason {
 		return ReasonInvalid
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
 		return ReasonConflict
+	case apierrors.IsInternalError(err) && strings.Contains(err.Error(), "illegal base64 data"):
+		// The API server answers a Secret whose data is not base64 with a
+		// 500, though the manifest is at fault (apply checks first:
+		// secretData).
+		return ReasonInvalid
 	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
 		return ReasonTimeout
 	case apierrors.IsServiceUnavailable(err), apierrors.IsTooManyRequests(err), apierrors.IsInternalError(err),
@@ -112,4 +120,73 @@ func classifyAPI(err error) Reason {
 		return ReasonUnavailable
 	}
 	return ReasonOther
+}
+
+// refused reports whether err is the API server refusing one object: a 4xx
+// answer about the object itself (invalid, forbidden by admission, RBAC or
+// a quota, a conflict, too large), which the next object of a wave may not
+// meet. An unreachable or overloaded server, a timeout, throttling or
+// refused credentials are not: they would fail every object after it.
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	switch code := status.Status().Code; code {
+	case 401, 408, 429:
+		return false
+	default:
+		return code >= 400 && code < 500
+	}
+}
+
+// RejectedError is a wave's failed objects: every object the validating
+// dry runs (or the writes) were refused for, not only the first. Its text
+// names each of them (at most 10, then how many more); it unwraps to each
+// object's error, in write order, so that Classify reads the first one's
+// reason.
+type RejectedError struct {
+	// What says what stopped and what was written: "validate before
+	// writing (nothing written)".
+	What string
+	Errs []error
+}
+
+func (e *RejectedError) Error() string {
+	const most = 10
+	msgs := make([]string, 0, min(len(e.Errs), most))
+	for i, err := range e.Errs {
+		if i == most {
+			break
+		}
+		msgs = append(msgs, err.Error())
+	}
+	s := e.What + ": "
+	if len(e.Errs) > 1 {
+		s += fmt.Sprintf("%d objects refused: ", len(e.Errs))
+	}
+	s += strings.Join(msgs, "; ")
+	if len(e.Errs) > most {
+		s += fmt.Sprintf("; and %d more", len(e.Errs)-most)
+	}
+	return s
+}
+
+// Unwrap returns each object's error.
+func (e *RejectedError) Unwrap() []error { return e.Errs }
+
+// rejected is the RejectedError of a wave whose calls failed with errs, in
+// write order: every object named when each was refused for itself (by
+// the server, or invalid before it was sent); else only the first failure
+// that was not a refusal, the cause (the server unavailable, a timeout:
+// the objects in flight with it failed alike, and naming them all would
+// only repeat it).
+func rejected(what string, errs []error) *RejectedError {
+	var inv *invalidError
+	for _, err := range errs {
+		if !refused(err) && !errors.As(err, &inv) {
+			return &RejectedError{What: what, Errs: []error{err}}
+		}
+	}
+	return &RejectedError{What: what, Errs: errs}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -45,6 +46,9 @@ func TestClassify(t *testing.T) {
 		{"server timeout", apierrors.NewServerTimeout(gr, "list", 1), ReasonTimeout},
 		{"unavailable", apierrors.NewServiceUnavailable("etcd"), ReasonUnavailable},
 		{"internal", apierrors.NewInternalError(errors.New("boom")), ReasonUnavailable},
+		{"secret data not base64", fmt.Errorf("apply Secret/db: %w", apierrors.NewInternalError(errors.New("unable to convert unstructured object to /v1, Kind=Secret: error decoding from json: illegal base64 data at input byte 7"))), ReasonInvalid},
+		{"every refused object", &RejectedError{What: "validate", Errs: []error{apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "a", nil), apierrors.NewForbidden(gr, "b", errors.New("quota"))}}, ReasonInvalid},
+		{"refused write after a stop", &RejectedError{What: "apply stopped", Errs: []error{apierrors.NewForbidden(gr, "b", errors.New("exceeded quota"))}}, ReasonForbidden},
 		{"git auth", fmt.Errorf("fetch: %w", transport.ErrAuthenticationRequired), ReasonAuth},
 		{"git authz", fmt.Errorf("fetch: %w", transport.ErrAuthorizationFailed), ReasonAuth},
 		{"host key", fmt.Errorf("fetch: %w", &knownhosts.KeyError{}), ReasonAuth},
@@ -71,6 +75,82 @@ func TestClassify(t *testing.T) {
 				t.Errorf("Classify(%v) = %q, want %q", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// refused tells a refusal of one object, after which the wave goes on,
+// from a failure that would fail every object after it.
+func TestRefused(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "a", nil), true},
+		{"quota", fmt.Errorf("apply ConfigMap/a: %w", apierrors.NewForbidden(gr, "a", errors.New("exceeded quota"))), true},
+		{"webhook denied", apierrors.NewBadRequest("admission webhook denied the request"), true},
+		{"conflict", apierrors.NewConflict(gr, "a", errors.New("rv")), true},
+		{"too large", apierrors.NewRequestEntityTooLargeError("limit"), true},
+		{"unauthorized", apierrors.NewUnauthorized("expired"), false},
+		{"throttled", apierrors.NewTooManyRequests("slow down", 1), false},
+		{"timeout", apierrors.NewTimeoutError("slow", 1), false},
+		{"internal", apierrors.NewInternalError(errors.New("boom")), false},
+		{"unavailable", apierrors.NewServiceUnavailable("etcd"), false},
+		{"connection refused", syscall.ECONNREFUSED, false},
+		{"panic", PanicError("x"), false},
+	} {
+		if got := refused(tc.err); got != tc.want {
+			t.Errorf("%s: refused(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
+
+// RejectedError names every refused object, at most 10, then how many
+// more.
+func TestRejectedErrorNamesEveryObject(t *testing.T) {
+	var errs []error
+	for i := range 12 {
+		errs = append(errs, fmt.Errorf("apply ConfigMap/cm-%02d: refused", i))
+	}
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{1, "validate: apply ConfigMap/cm-00: refused"},
+		{3, "validate: 3 objects refused: apply ConfigMap/cm-00: refused; apply ConfigMap/cm-01: refused; apply ConfigMap/cm-02: refused"},
+		{12, "; apply ConfigMap/cm-09: refused; and 2 more"},
+	} {
+		got := (&RejectedError{What: "validate", Errs: errs[:tc.n]}).Error()
+		if !strings.HasSuffix(got, tc.want) && got != tc.want {
+			t.Errorf("%d errors: %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+// rejected names every refused object, or only the cause of a failure
+// that is not a refusal.
+func TestRejectedNamesRefusalsOrTheCause(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	quota := func(n string) error {
+		return fmt.Errorf("apply ConfigMap/%s: %w", n, apierrors.NewForbidden(gr, n, errors.New("exceeded quota")))
+	}
+	down := func(n string) error {
+		return fmt.Errorf("apply ConfigMap/%s: %w", n, apierrors.NewInternalError(errors.New("etcd")))
+	}
+	for _, tc := range []struct {
+		name string
+		errs []error
+		want int
+	}{
+		{"refusals", []error{quota("a"), Invalidf("Secret/s: data.k is not base64"), quota("b")}, 3},
+		{"server down", []error{down("a"), down("b"), down("c")}, 1},
+		{"a refusal, then the server down", []error{quota("a"), down("b")}, 1},
+	} {
+		e := rejected("validate", tc.errs)
+		if len(e.Errs) != tc.want {
+			t.Errorf("%s: %d errors named, want %d: %v", tc.name, len(e.Errs), tc.want, e)
+		}
 	}
 }
 

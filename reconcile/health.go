@@ -46,8 +46,9 @@ type version struct {
 }
 
 // assessHealth is the health phase: the health of every object of the
-// desired set that exists, from what this tick already holds (the objects
-// apply wrote, as the server returned them, else what observe saw). It never
+// desired set (missing when it does not exist), from what this tick
+// already holds (the objects apply wrote, as the server returned them,
+// else what observe saw). It never
 // calls the API server and never waits: a watch event on a status change
 // asks for the next tick, whose observe sees it.
 func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
@@ -84,10 +85,22 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 		if obj == nil {
 			obj = live[k]
 		}
-		if obj == nil || pruned[k] || seen[k] {
-			continue // not there (a create that failed or a dry run)
+		if pruned[k] || seen[k] {
+			continue
 		}
 		seen[k] = true
+		if obj == nil {
+			// Desired and not there: a write the server refused, one the
+			// tick never reached, a dry run. Not healthy, whatever the rest.
+			h.Objects = append(h.Objects, ObjectHealth{
+				Ref:    ObjectRef{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Name: d.GetName()},
+				Status: health.Missing, Message: "desired, and not in the cluster",
+			})
+			h.Counts[health.Missing]++
+			statuses = append(statuses, health.Missing)
+			delete(r.progress, k)
+			continue
+		}
 		p := r.progress[k]
 		var a health.Assessment
 		var seenAt version

@@ -145,12 +145,17 @@ func TestDeploymentHealth(t *testing.T) {
 // the clock again.
 func TestProgressDeadline(t *testing.T) {
 	h := newHarness(t)
-	h.cfg.HealthTimeout = time.Second
+	// Far above the time from the write to the health phase of the same
+	// tick, which a loaded machine stretches: the tick that writes sees
+	// the object in progress whatever the machine.
+	h.cfg.HealthTimeout = 3 * time.Second
 	h.repo.Commit("web", map[string]string{"web.yaml": testenv.DeploymentYAML})
 
 	r := h.mustTick(reconcile.OutcomeApplied)
 	wantHealth(t, "applied", r, "Deployment", "web", health.InProgress, health.Progressing)
-	time.Sleep(1500 * time.Millisecond)
+	// The write was before the tick returned: past the timeout from now
+	// is past it from the write (a sleep never ends early).
+	time.Sleep(h.cfg.HealthTimeout + 500*time.Millisecond)
 	r = h.mustTick(reconcile.OutcomeConverged)
 	o := wantHealth(t, "past the timeout", r, "Deployment", "web", health.Failed, health.Degraded)
 	if !strings.Contains(o.Message, "progress deadline") || !strings.Contains(o.Message, "applied at revision") {
@@ -221,16 +226,18 @@ func TestHealthWhenATickFails(t *testing.T) {
 	h.mustTick(reconcile.OutcomeApplied)
 
 	// The server rejects the new object: apply fails, nothing is written,
-	// and the health of what runs is still known.
+	// and the health of what runs is still known. The Service Git names
+	// does not exist: missing, and the instance not healthy.
 	h.repo.Commit("bad", map[string]string{"settings.yaml": healthConfigMapYAML,
 		"bad.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: bad\nspec:\n  ports:\n  - port: 99999\n"})
 	r := h.mustTick(reconcile.OutcomeFailed)
 	if f := r.Failure(); f.Phase != reconcile.PhaseApply {
 		t.Fatalf("failed in %s, want apply: %v", f.Phase, f)
 	}
-	wantHealth(t, "apply failed", r, "ConfigMap", "settings", health.Current, health.Healthy)
-	if len(r.Health.Objects) != 1 {
-		t.Errorf("assessed %+v, want only the ConfigMap (the Service does not exist)", r.Health.Objects)
+	wantHealth(t, "apply failed", r, "ConfigMap", "settings", health.Current, health.Degraded)
+	wantHealth(t, "apply failed", r, "Service", "bad", health.Missing, health.Degraded)
+	if len(r.Health.Objects) != 2 || r.Health.Counts[health.Missing] != 1 {
+		t.Errorf("assessed %+v (counts %v), want the ConfigMap and the missing Service", r.Health.Objects, r.Health.Counts)
 	}
 	if len(r.Rejected) != 1 || r.Rejected[0].Name != "bad" || r.Rejected[0].Err == nil {
 		t.Errorf("rejected = %+v, want Service/bad with its error", r.Rejected)

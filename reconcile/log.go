@@ -2,9 +2,14 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"recond.dev/recond/reconcile/diff"
 )
 
 // LogObserver writes one line per phase failure, one per change found and
@@ -35,8 +40,12 @@ func (o LogObserver) PhaseEnd(ctx context.Context, pr PhaseResult, r *Result) {
 func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	rev := shortSHA(r.Revision)
 	for _, c := range r.Changes {
-		o.Log.InfoContext(ctx, "difference", "revision", rev, "object", c.Kind+"/"+c.Name,
-			"action", string(c.Action), "diff", strings.ReplaceAll(strings.TrimSpace(c.String()), "\n", "; "))
+		text, more := differenceText(c)
+		attrs := []any{"revision", rev, "object", c.Kind + "/" + c.Name, "action", string(c.Action), "diff", text}
+		if more > 0 {
+			attrs = append(attrs, "more_fields", more)
+		}
+		o.Log.InfoContext(ctx, "difference", attrs...)
 	}
 	for _, op := range r.Ops {
 		if op.Err != nil {
@@ -60,6 +69,13 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	attrs = append(attrs,
 		"desired", r.Counts.Desired, "drifted", r.Counts.Drifted, "created", r.Counts.Created,
 		"updated", r.Counts.Updated, "pruned", r.Counts.Pruned)
+	if c := r.Counts; c.Refused > 0 || c.NotWritten > 0 {
+		// A partial apply says so: what was written, refused and left.
+		attrs = append(attrs, "written", c.Written(), "refused", c.Refused, "not_written", c.NotWritten, "partial", r.Partial())
+	}
+	if len(r.Rejected) > 0 {
+		attrs = append(attrs, "rejected", len(r.Rejected))
+	}
 	if r.Counts.Terminating > 0 {
 		attrs = append(attrs, "terminating", r.Counts.Terminating, "terminating_objects", joinList(r.Terminating))
 	}
@@ -105,4 +121,68 @@ func UnhealthyList(objs []ObjectHealth) []string {
 		out = append(out, s+")")
 	}
 	return out
+}
+
+// The caps of one difference line: a change of 10,000 labels is one line
+// of at most MaxDifferenceFields fields and about MaxDifferenceBytes of
+// text, each value and path cut at MaxDifferenceValue bytes (as the status
+// page cuts values); more_fields counts the fields left out. recond diff
+// shows every field; the status page up to 1,000 a tick.
+const (
+	MaxDifferenceFields = 20
+	MaxDifferenceBytes  = 4096
+	MaxDifferenceValue  = 200
+)
+
+// differenceText is a change as Change.String writes it, on one line
+// ("; " between fields), within the caps above, and how many fields it
+// left out.
+func differenceText(c diff.Change) (string, int) {
+	id := c.Kind + "/" + c.Name
+	if c.Action != diff.Update || len(c.Fields) == 0 {
+		return id + ": " + string(c.Action), 0
+	}
+	var b strings.Builder
+	if c.Uncertain {
+		b.WriteString(id + ": update (uncertain)")
+	}
+	for i, f := range c.Fields {
+		if i == MaxDifferenceFields || b.Len() >= MaxDifferenceBytes {
+			return b.String(), len(c.Fields) - i
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(id + " " + cutText(f.Path, MaxDifferenceValue) + ": " +
+			cutText(diffValue(f.Live), MaxDifferenceValue) + " -> " + cutText(diffValue(f.Desired), MaxDifferenceValue))
+	}
+	return b.String(), 0
+}
+
+// diffValue writes a field's value as Change.String does: JSON, "<none>"
+// when absent, < and > kept (a Secret's mask reads <secret sha256:...>).
+func diffValue(v any) string {
+	if v == nil {
+		return "<none>"
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// cutText cuts s to at most n bytes on a rune boundary, ending with "…"
+// when it cut.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }

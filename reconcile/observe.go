@@ -18,7 +18,7 @@ import (
 // find those that exist unowned (no GET per object: a first sync of
 // thousands of objects costs one more LIST per kind).
 func (r *Reconciler) observe(ctx context.Context, st *State) error {
-	inv, err := r.loadInventory(ctx)
+	inv, err := r.loadInventory(ctx, st)
 	if err != nil {
 		return err
 	}

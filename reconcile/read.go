@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"recond.dev/recond/reconcile/source"
 )
 
 // read fetches the revision, renders the manifests and checks that every
@@ -42,6 +45,11 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 	manifests, err := r.src.Render(rctx, rev.SHA)
 	span.SetAttributes(attribute.Int("recond.objects.count", len(manifests)))
 	endSpan(span, err)
+	if errors.Is(err, source.ErrRenderKilled) && errors.Is(err, context.DeadlineExceeded) {
+		// The render outlived its tick: its worker was killed, which is
+		// what abandoning a phase would have done (recond_loop_stalls_total).
+		return fmt.Errorf("%w: %w", errAbandoned, err)
+	}
 	if err != nil {
 		return err
 	}

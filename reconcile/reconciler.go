@@ -83,6 +83,12 @@ type Config struct {
 	// wrote it (or after it started progressing) before it counts as failed;
 	// 0 means DefaultHealthTimeout.
 	HealthTimeout time.Duration
+	// MayWrite, when set, is asked before every write (and every validating
+	// dry run) of the apply phase, the inventory's included: an error (this
+	// process no longer holds the instance's Lease) fails the tick in apply
+	// with reason conflict, and nothing more is written or pruned
+	// (leader.Elector.MayWrite). nil: always.
+	MayWrite func() error
 }
 
 // Observer is told about every tick and phase. Metrics, tracing and logs
@@ -105,6 +111,9 @@ type Reconciler struct {
 	observers []Observer
 	log       *slog.Logger
 	inv       *inventory // nil until first loaded
+	// invStale is set when the live inventory was found missing or unlike
+	// inv: the apply phase rewrites it (repairInventory).
+	invStale bool
 	// equivalent remembers what the server showed to change nothing.
 	equivalent *equivalence
 	// salt salts the hashes that stand for Secret values in differences.
@@ -126,8 +135,9 @@ type Reconciler struct {
 	// progress deadline and for Since.
 	progress   map[string]*progress
 	progressMu sync.Mutex
-	// mu guards inv and rendered: a phase abandoned by its tick (it did not
-	// return after the tick's deadline) may return during a later tick.
+	// mu guards inv, invStale and rendered: a phase abandoned by its tick
+	// (it did not return after the tick's deadline) may return during a
+	// later tick.
 	mu sync.Mutex
 	// strays counts the phases of abandoned ticks that have not returned;
 	// strayBack is signalled when one does.
@@ -194,6 +204,8 @@ type State struct {
 	// Health is what the health phase found.
 	Health *Health
 
+	// inv is the inventory this tick works with (loadInventory).
+	inv *inventory
 	// byKey indexes Live (liveByKey).
 	byKey map[string]*unstructured.Unstructured
 	// written holds what the server returned for each object this tick

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -159,8 +160,9 @@ type ObjectHealth struct {
 	Changed  time.Time
 }
 
-// Health is what the health phase found: every object of the desired set
-// that exists, in desired order, and the instance's health (the worst).
+// Health is what the health phase found: every object of the desired set,
+// in desired order (health.Missing for one that does not exist), and the
+// instance's health (the worst).
 type Health struct {
 	Status  health.Instance
 	Objects []ObjectHealth
@@ -194,6 +196,24 @@ type Counts struct {
 	// server showed that applying them changes nothing: a normalisation gap,
 	// reported converged instead of rewritten.
 	Equivalent int
+	// Refused is how many writes (creates, updates, prunes) failed after
+	// the validating dry runs passed: refused by something the dry runs do
+	// not see (a ResourceQuota, admission that rejects only real writes),
+	// or the call itself failed. Ops holds each with its error.
+	Refused int
+	// NotWritten is how many changes the apply phase meant to make and
+	// never attempted because it stopped (a refused write ends the apply
+	// after its wave; a stop or a failure ends it at once).
+	NotWritten int
+}
+
+// Written is how many objects the tick wrote (created, updated, pruned).
+func (c Counts) Written() int { return c.Created + c.Updated + c.Pruned }
+
+// Partial reports whether the tick's apply wrote some of what it meant to
+// and not the rest: the namespace is between two revisions.
+func (r *Result) Partial() bool {
+	return r.Counts.Written() > 0 && (r.Counts.Refused > 0 || r.Counts.NotWritten > 0)
 }
 
 // Result is everything a tick did. Logs, metrics and spans read it.
@@ -224,8 +244,9 @@ type Result struct {
 	// because another manager keeps changing them.
 	Heals      []Heal
 	BackingOff []string
-	// Rejected are the writes the validating dry run refused (nothing was
-	// written); Err says why.
+	// Rejected are the writes the validating dry runs refused (nothing was
+	// written), every one of them, not only the first; Err says why. Writes
+	// refused after validation (Counts.Refused) are in Ops, with their Err.
 	Rejected []Operation
 	// Inventory is recond's inventory ConfigMap for the instance (UID
 	// empty before it was first written): instance Events are about it.
@@ -275,8 +296,31 @@ func (r *Result) FailureText() string {
 }
 
 func secretFailure(f *PhaseError) string {
+	// What recond itself said of a Secret's keys carries no value: shown.
+	if keys := secretKeyErrors(f.Err); len(keys) > 0 {
+		return fmt.Sprintf("%s failed (%s): %s", f.Phase, f.Reason, strings.Join(keys, "; "))
+	}
 	return fmt.Sprintf("%s failed (%s): %s (the tick wrote or compared a Secret: the error is in recond's log only)",
 		f.Phase, f.Reason, apierrors.ReasonForError(f.Err))
+}
+
+// secretKeyErrors are the texts of the SecretKeyErrors err is made of,
+// when it is made of nothing else (one, or a RejectedError of them only).
+func secretKeyErrors(err error) []string {
+	errs := []error{err}
+	var rej *RejectedError
+	if errors.As(err, &rej) {
+		errs = rej.Errs
+	}
+	var out []string
+	for _, e := range errs {
+		var k *SecretKeyError
+		if !errors.As(e, &k) {
+			return nil
+		}
+		out = append(out, k.Error())
+	}
+	return out
 }
 
 // ErrorText is an operation's error for people who may not read Secrets:
@@ -286,6 +330,9 @@ func (o Operation) ErrorText() string {
 	case o.Err == nil:
 		return ""
 	case o.Kind == "Secret":
+		if keys := secretKeyErrors(o.Err); len(keys) > 0 {
+			return strings.Join(keys, "; ")
+		}
 		return fmt.Sprintf("%s (details of a Secret are in recond's log only)", apierrors.ReasonForError(o.Err))
 	}
 	return o.Err.Error()

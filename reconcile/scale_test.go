@@ -18,14 +18,21 @@ import (
 )
 
 // requests watches the calls made for a test's namespace (the inventory
-// left out) and can slow the real writes down.
+// left out) and can slow the real writes down, or hold them.
 type requests struct {
 	ns         string
 	writeDelay time.Duration // added to every real (not dry-run) write
 	dryDelay   time.Duration // added to every dry run
-	mu         sync.Mutex
-	verbs      map[string]int // get, list, dryrun, apply, delete
-	events     []writeEvent   // real writes, in the order they started and ended
+	// writesPerTick and dryRunsPerTick, when set, let that many real writes
+	// and dry runs through between two takes (one tick); the others wait
+	// until their request's context (the tick's) is done, and count as
+	// "held apply" and "held dryrun". The tick's deadline then cuts it after
+	// a number of requests, not after a time that a loaded machine may
+	// spend elsewhere.
+	writesPerTick, dryRunsPerTick int
+	mu                            sync.Mutex
+	verbs                         map[string]int // get, list, dryrun, apply, delete
+	events                        []writeEvent   // real writes, in the order they started and ended
 }
 
 // writeEvent is a real write starting or ending.
@@ -56,6 +63,14 @@ func (q *requests) config() *rest.Config {
 				verb = "apply"
 			}
 			q.mu.Lock()
+			held := verb == "apply" && q.writesPerTick > 0 && q.verbs[verb] >= q.writesPerTick ||
+				verb == "dryrun" && q.dryRunsPerTick > 0 && q.verbs[verb] >= q.dryRunsPerTick
+			if held {
+				q.verbs["held "+verb]++
+				q.mu.Unlock()
+				<-r.Context().Done()
+				return nil, r.Context().Err()
+			}
 			q.verbs[verb]++
 			if verb == "apply" {
 				q.events = append(q.events, writeEvent{resource: resource, name: name})
@@ -99,18 +114,24 @@ func configMapFiles(n int) map[string]string {
 // A first sync too big for one tick writes part of it in every tick, each
 // tick continuing where the last one stopped, until all is written; no
 // object costs a GET.
+//
+// The server lets 200 writes through per tick and holds the rest until the
+// tick's deadline cuts them: every tick is cut after a number of writes, so
+// a loaded machine (a tick slower in its other phases) changes nothing but
+// how long it waits.
 func TestFirstSyncAtScaleProgressesEveryTick(t *testing.T) {
-	const n = 600
+	const n, perTick = 600, 200
 	h := newHarness(t)
 	h.cfg.ApplyConcurrency = 8
-	// 600 writes of 40 ms, 8 at a time, take 3 s: more than one tick.
-	q := &requests{ns: h.ns, writeDelay: 40 * time.Millisecond}
+	q := &requests{ns: h.ns, writesPerTick: perTick}
 	h.rest = q.config()
 	h.repo.Commit("many", configMapFiles(n))
-	const timeout = 2 * time.Second
+	const timeout = 3 * time.Second
 	var ticks []string
 	for i := 1; ; i++ {
-		if i > 12 {
+		// n/perTick cut ticks and a converged one, and as many again for
+		// ticks that ran out of time before their writes (validation).
+		if i > 2*(n/perTick+1) {
 			t.Fatalf("not converged after %d ticks: %v", i-1, ticks)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -124,8 +145,12 @@ func TestFirstSyncAtScaleProgressesEveryTick(t *testing.T) {
 		if r.Outcome == reconcile.OutcomeConverged {
 			break
 		}
-		if r.Counts.Created == 0 {
-			t.Fatalf("tick %d wrote nothing (failure %v); ticks: %v", i, r.Failure(), ticks)
+		// A tick writes, or, if its deadline came first, validates.
+		if r.Counts.Created == 0 && verbs["dryrun"] == 0 {
+			t.Fatalf("tick %d wrote and validated nothing (failure %v); ticks: %v", i, r.Failure(), ticks)
+		}
+		if r.Counts.Created > perTick {
+			t.Fatalf("tick %d created %d, more than the %d writes the server let through; ticks: %v", i, r.Counts.Created, perTick, ticks)
 		}
 	}
 	t.Logf("ticks: %v", ticks)
@@ -266,21 +291,26 @@ func TestRejectedObjectInLaterWaveFailsBeforeAnyWrite(t *testing.T) {
 // A first sync whose validating dry runs alone outlast a tick does not
 // start over at every tick: the dry runs that passed are remembered, the
 // next tick validates the rest and writes, and no object is validated twice.
+//
+// The server lets 100 dry runs through per tick and holds the rest until
+// the tick's deadline cuts them: the dry runs outlast a tick by their
+// number, not by the machine's speed.
 func TestFirstSyncValidationSurvivesTheTickTimeout(t *testing.T) {
-	const n = 300
+	const n, perTick = 300, 100
 	h := newHarness(t)
 	h.cfg.ApplyConcurrency = 4
-	// 300 dry runs of 20 ms, 4 at a time: 1.5 s, more than the 1 s tick.
-	q := &requests{ns: h.ns, dryDelay: 20 * time.Millisecond}
+	q := &requests{ns: h.ns, dryRunsPerTick: perTick}
 	h.rest = q.config()
 	h.repo.Commit("many", configMapFiles(n))
 	dryRuns := 0
 	var ticks []string
 	for i := 1; ; i++ {
-		if i > 8 {
+		// n/perTick validating ticks, one that writes and a converged one,
+		// and as many again for ticks a loaded machine cuts in their writes.
+		if i > 2*(n/perTick+2) {
 			t.Fatalf("not converged after %d ticks: %v", i-1, ticks)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		r := h.reconciler().Tick(ctx)
 		cancel()
 		verbs := q.take()

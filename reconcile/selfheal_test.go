@@ -69,16 +69,18 @@ func (w *watched) ticks() []*reconcile.Result {
 	return append([]*reconcile.Result(nil), w.results...)
 }
 
+// waitFor waits until cond holds on the ticks so far, for up to a minute
+// (a guard against a hang).
 func (w *watched) waitFor(t *testing.T, what string, cond func([]*reconcile.Result) bool) []*reconcile.Result {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if rs := w.ticks(); cond(rs) {
 			return rs
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("%s: not within 30s; ticks: %d", what, len(w.ticks()))
+	t.Fatalf("%s: not within a minute; ticks: %d", what, len(w.ticks()))
 	return nil
 }
 
@@ -144,35 +146,44 @@ func TestWatchedDriftIsHealedWithoutWaitingForTheInterval(t *testing.T) {
 // Another controller that keeps rewriting a field recond owns is a fight:
 // it is counted, self-heal backs off for that object instead of spinning,
 // and the tick says so.
+//
+// The other controller rewrites at least 40 times, 100 ms or more apart
+// (about 4 s), and goes on until recond has counted a fight and backed off
+// (a minute at most, a guard against a hang): the fight lasts until the
+// events it is about, not for a time a busy machine could fill with fewer
+// ticks.
 func TestFightWithAnotherManagerBacksOff(t *testing.T) {
 	w := newWatched(t, app())
 	start := len(w.ticks())
-	stop := time.Now().Add(4 * time.Second)
-	for time.Now().Before(stop) {
+	var rs []*reconcile.Result
+	var fights, backingOff, rewrites int
+	for guard := time.Now().Add(time.Minute); rewrites < 40 || fights == 0 || backingOff == 0; rewrites++ {
+		if time.Now().After(guard) {
+			t.Fatalf("no fight found in %d ticks after %d rewrites (fights %d, backing off %d)", len(rs), rewrites, fights, backingOff)
+		}
 		w.scale(t, 7)
 		time.Sleep(100 * time.Millisecond)
-	}
-	rs := w.ticks()[start:]
-	var fights, backingOff int
-	for _, r := range rs {
-		for _, h := range r.Heals {
-			if h.Fight {
-				fights++
+		rs = w.ticks()[start:]
+		fights, backingOff = 0, 0
+		for _, r := range rs {
+			for _, h := range r.Heals {
+				if h.Fight {
+					fights++
+				}
 			}
+			backingOff += len(r.BackingOff)
 		}
-		backingOff += len(r.BackingOff)
-	}
-	if fights == 0 || backingOff == 0 {
-		t.Fatalf("no fight found in %d ticks (fights %d, backing off %d)", len(rs), fights, backingOff)
 	}
 	// Without a back-off every rewrite is undone at once (about 18 writes
-	// in 4 s here, one per debounced tick); with it, a handful.
+	// in 40 rewrites here, one per debounced tick); with it, a handful: the
+	// back-off doubles (2 s, 4 s, 8 s, ...), so even a fight that a busy
+	// machine stretched to a minute stays under 10.
 	var writes int
 	for _, r := range rs {
 		writes += r.Counts.Updated
 	}
 	if writes >= 10 {
-		t.Errorf("%d self-heal writes in 4 s of fighting: no back-off", writes)
+		t.Errorf("%d self-heal writes in %d rewrites of fighting: no back-off", writes, rewrites)
 	}
-	t.Logf("%d ticks, %d writes, %d fights, %d ticks backing off", len(rs), writes, fights, backingOff)
+	t.Logf("%d rewrites: %d ticks, %d writes, %d fights, %d ticks backing off", rewrites, len(rs), writes, fights, backingOff)
 }

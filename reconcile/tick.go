@@ -159,7 +159,10 @@ func (r *Reconciler) runPhase(ctx context.Context, ph phase, st *State, res *Res
 	}
 	start := time.Now()
 	err, abandoned := r.runBounded(ctx, ph, st)
-	pr := PhaseResult{Phase: p, Duration: time.Since(start), Aside: ph.aside && !abandoned, Abandoned: abandoned,
+	// A phase that stopped work of its own that outlived the deadline (a
+	// render worker killed) counts as abandoned too, though it returned.
+	pr := PhaseResult{Phase: p, Duration: time.Since(start), Aside: ph.aside && !abandoned,
+		Abandoned: abandoned || errors.Is(err, errAbandoned),
 		Panicked: errors.Is(err, errPhasePanic)}
 	if err != nil {
 		if cause := context.Cause(ctx); cause == errTickTimeout {

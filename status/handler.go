@@ -231,12 +231,13 @@ func (p *Page) render(w http.ResponseWriter, code int, name string, v *view) {
 		http.Error(w, "render status page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	page := visibleBidi(buf.Bytes())
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(page)))
 	securityHeaders(h)
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(page)
 }
 
 // securityHeaders forbid everything the page does not use: no script, no

@@ -119,19 +119,32 @@ func New(info Info, o Options) *Page {
 	return &Page{info: info, o: o, ring: make([]*record, o.Size)}
 }
 
-// displayURL drops user information (a token in https://user:token@host)
-// from a repository URL.
+// displayURL drops user information (a token in https://user:token@host),
+// the query and the fragment (a token in ?private_token=...) from a
+// repository URL. The source's display URL has none of them already; the
+// page does not rely on it alone.
 func displayURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		if at := strings.LastIndex(s, "@"); err != nil && at >= 0 && strings.Contains(s[:at], "://") {
-			// Unparsable, but with user information: keep scheme and host on.
-			scheme, _, _ := strings.Cut(s, "://")
-			return scheme + "://" + s[at+1:]
+	if err != nil {
+		if !strings.Contains(s, "://") {
+			return s
 		}
-		return s
+		// Unparsable: keep scheme, host and path, without user
+		// information, query or fragment.
+		scheme, rest, _ := strings.Cut(s, "://")
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			rest = rest[at+1:]
+		}
+		if i := strings.IndexAny(rest, "?#"); i >= 0 {
+			rest = rest[:i]
+		}
+		return scheme + "://" + rest
+	}
+	if u.Scheme == "" || u.Opaque != "" {
+		return s // a local path or scp-like address
 	}
 	u.User = nil
+	u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = "", "", "", false
 	return u.String()
 }
 

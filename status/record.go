@@ -1,7 +1,6 @@
 package status
 
 import (
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"regexp"
@@ -71,6 +70,7 @@ func newRecord(r *reconcile.Result, traceID, traceURL string) *record {
 			Desired: r.Counts.Desired, Drifted: r.Counts.Drifted, Created: r.Counts.Created,
 			Updated: r.Counts.Updated, Pruned: r.Counts.Pruned, Managed: r.Counts.Managed,
 			Terminating: r.Counts.Terminating, Equivalent: r.Counts.Equivalent,
+			Refused: r.Counts.Refused, NotWritten: r.Counts.NotWritten,
 		},
 		Heals:   len(r.Heals),
 		TraceID: traceID,
@@ -199,7 +199,8 @@ var secretMask = regexp.MustCompile(`^<secret sha256:[0-9a-f]+>$`)
 // hidden stands for a Secret value that reached the page unmasked.
 const hidden = "<hidden>"
 
-// value renders a field value as JSON text, cut at MaxValue. In a Secret,
+// value renders a field value as JSON text, cut at MaxValue; the page
+// escapes it (html/template only), so < and & stay as they are. In a Secret,
 // a value under data or stringData that is not the diff's mask is hidden:
 // the diff masks them, and the page does not rely on it alone.
 func value(kind, path string, v any) string {
@@ -212,11 +213,7 @@ func value(kind, path string, v any) string {
 	if s, ok := v.(string); ok && (s == hidden || secretMask.MatchString(s)) {
 		return s
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%v", v)
-	}
-	return cut(string(b), MaxValue)
+	return cut(jsonText(v), MaxValue)
 }
 
 // secretData tells whether path is under a Secret's data or stringData.

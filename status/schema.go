@@ -106,6 +106,11 @@ type Counts struct {
 	Managed     int `json:"managed"`
 	Terminating int `json:"terminating"`
 	Equivalent  int `json:"equivalent"`
+	// Refused are the writes that failed after validation (a quota,
+	// admission that rejects only real writes); NotWritten the changes an
+	// apply that stopped never attempted. Either set: a partial apply.
+	Refused    int `json:"refused,omitempty"`
+	NotWritten int `json:"not_written,omitempty"`
 }
 
 // Failure is why a tick failed. Message is the Secret-safe text

@@ -250,7 +250,7 @@ func countsText(c Counts) string {
 	for _, n := range []struct {
 		n    int
 		what string
-	}{{c.Created, "created"}, {c.Updated, "updated"}, {c.Pruned, "pruned"}} {
+	}{{c.Created, "created"}, {c.Updated, "updated"}, {c.Pruned, "pruned"}, {c.Refused, "refused"}, {c.NotWritten, "not written"}} {
 		if n.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n.n, n.what))
 		}

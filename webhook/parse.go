@@ -146,17 +146,17 @@ func bitbucketCloudPush(payload []byte) (event, error) {
 	if err := decode(payload, &p); err != nil {
 		return event{}, err
 	}
-	e := event{kind: kindPush}
+	var refs refSet
 	for _, c := range p.Push.Changes {
 		s := c.New
 		if s == nil {
 			s = c.Old
 		}
 		if s != nil {
-			e.add(fullRef(s.Type, s.Name))
+			refs.add(fullRef(s.Type, s.Name))
 		}
 	}
-	return e, nil
+	return event{kind: kindPush, refs: refs.refs}, nil
 }
 
 // bitbucketServerPush reads Bitbucket Server's changes[].refId (or
@@ -173,27 +173,38 @@ func bitbucketServerPush(payload []byte) (event, error) {
 	if err := decode(payload, &p); err != nil {
 		return event{}, err
 	}
-	e := event{kind: kindPush}
+	var refs refSet
 	for _, c := range p.Changes {
 		ref := c.RefID
 		if ref == "" {
 			ref = c.Ref.ID
 		}
-		e.add(ref)
+		refs.add(ref)
 	}
-	return e, nil
+	return event{kind: kindPush, refs: refs.refs}, nil
 }
 
-func (e *event) add(ref string) {
+// refSet collects ref names, each once, in the order first seen. Adding is
+// constant time, so a push that names n refs (Bitbucket Server sends one
+// change per ref: 30,000 for a mirror's first push) costs O(n), not O(n²).
+type refSet struct {
+	refs []string
+	seen map[string]struct{}
+}
+
+// add adds ref unless it is empty or already there.
+func (s *refSet) add(ref string) {
 	if ref == "" {
 		return
 	}
-	for _, r := range e.refs {
-		if r == ref {
-			return
-		}
+	if _, dup := s.seen[ref]; dup {
+		return
 	}
-	e.refs = append(e.refs, ref)
+	if s.seen == nil {
+		s.seen = map[string]struct{}{}
+	}
+	s.seen[ref] = struct{}{}
+	s.refs = append(s.refs, ref)
 }
 
 // fullRef turns a short name and its type into a full ref name; "" when the

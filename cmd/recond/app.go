@@ -58,6 +58,12 @@ type app struct {
 	progress  func() reconcile.Progress
 	// role is this process's leader.State (nil before the election).
 	role atomic.Pointer[leader.State]
+	// elector campaigns for the instance's Lease and gates every write
+	// (nil with --leader-elect=false, and for diff).
+	elector *leader.Elector
+	// leaseFailed, when set, is told every failed request on the Lease
+	// (sync stops at the first).
+	leaseFailed func(error)
 	// cache feeds observe with --observe=watch (nil with list).
 	cache *watch.Cache
 	// events sends Kubernetes Events (nil with --events=false).
@@ -90,6 +96,8 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		return nil, err
 	}
 	log = log.With("namespace", o.namespace, "instance", o.name)
+	// client-go's own log lines (klog) in the same format, to the same place.
+	routeKlog(log.Handler())
 	tp, err := tracing.New(context.Background(), tracing.Config{
 		ServiceVersion: version, Namespace: o.namespace, PodName: os.Getenv("POD_NAME"),
 	}, log)
@@ -125,12 +133,17 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	if cacheDir == "" {
 		cacheDir = filepath.Join(os.TempDir(), "recond-cache")
 	}
+	worker, err := o.worker.Worker(log)
+	if err != nil {
+		return nil, err
+	}
 	src, err := source.New(source.Config{
 		URL: o.repo, Ref: o.ref, Path: o.path, CacheDir: cacheDir,
 		Username: o.gitUsername, PasswordFile: o.gitPasswordFile, TokenFile: o.gitTokenFile,
 		SSHKeyFile: o.gitSSHKeyFile, KnownHostsFile: o.gitKnownHostsFile,
 		InsecureSkipHostKeyCheck: o.insecureSkipHostKeyCheck,
 		Limits:                   o.limits, VerifyCommits: o.verifyCommits, TrustedKeysFile: o.trustedKeysFile,
+		Worker:                   worker,
 	})
 	if err != nil {
 		return nil, err
@@ -159,6 +172,18 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		return nil, err
 	}
 	a := &app{opts: o, log: log, tracer: tp, reg: reg, metrics: m, coord: coord}
+	if o.leaderElect && (cmd == "run" || cmd == "sync") {
+		lc := a.leaderConfig()
+		lc.Failed = func(err error) {
+			m.LeaseFailed(string(reconcile.Classify(err)))
+			if f := a.leaseFailed; f != nil {
+				f(err)
+			}
+		}
+		a.elector = leader.New(lc, coord, log)
+		// A process writes only while it holds the Lease as last observed.
+		rcfg.MayWrite = a.elector.MayWrite
+	}
 	if cmd == "run" {
 		// The ring behind the status page and GET /api/v1/ticks/{id}; after
 		// tracing, so that it sees each tick's trace id.
@@ -300,8 +325,8 @@ func (a *app) run(ctx context.Context) int {
 		})
 	}
 	code := 0
-	if a.opts.leaderElect {
-		if err := leader.Run(ctx, a.leaderConfig(), a.coord, a.log, a.observeRole, loop); err != nil {
+	if a.elector != nil {
+		if err := a.elector.Run(ctx, a.observeRole, loop); err != nil {
 			a.log.Error("leader election: stopping so that a restart rejoins as standby", "error", err)
 			code = 1
 		}
@@ -367,6 +392,9 @@ func (a *app) leading() (bool, string) {
 	}
 	if !s.Leading && s.Holder == "" {
 		return false, "not known yet"
+	}
+	if !s.Leading && !s.WaitUntil.IsZero() {
+		return false, "this process (taking over a Lease deleted and created again, it ticks from " + s.WaitUntil.Format(time.RFC3339) + ")"
 	}
 	return s.Leading, s.Holder
 }
@@ -446,7 +474,21 @@ func (a *app) handler() http.Handler {
 		// (Before the first observation of the Lease the process is neither:
 		// it is not ready until it leads and a tick succeeded, or it knows
 		// whom it waits for.)
-		if s := a.role.Load(); s != nil && !s.Leading && s.Holder != "" {
+		s := a.role.Load()
+		if a.elector != nil && (s == nil || !s.Leading) {
+			// A Lease it may not read or write: the process can neither
+			// lead nor know whom it waits for.
+			if err := a.elector.Err(); err != nil {
+				http.Error(w, fmt.Sprintf("cannot campaign for the lease: %v", err), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		if s != nil && !s.Leading && !s.WaitUntil.IsZero() {
+			_, _ = fmt.Fprintf(w, "taking over: lease %s, deleted and created again, now held by this process; first write at %s, once the old holder has given up\n",
+				reconcile.LeaseName(a.opts.name), s.WaitUntil.Format(time.RFC3339))
+			return
+		}
+		if s != nil && !s.Leading && s.Holder != "" {
 			_, _ = fmt.Fprintf(w, "standby: lease %s held by %s\n", reconcile.LeaseName(a.opts.name), s.Holder)
 			return
 		}
@@ -457,28 +499,6 @@ func (a *app) handler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	return mux
-}
-
-func (a *app) sync(ctx context.Context) int {
-	defer a.flush()
-	tctx, cancel := context.WithTimeout(ctx, a.opts.tickTimeout)
-	defer cancel()
-	if !a.opts.leaderElect {
-		return exitCode(a.rec.Tick(tctx))
-	}
-	// One tick under the Lease: a running leader is waited for (within
-	// --tick-timeout), never written beside.
-	var res *reconcile.Result
-	err := leader.Run(tctx, a.leaderConfig(), a.coord, a.log, nil, func(lctx context.Context) { res = a.rec.Tick(lctx) })
-	switch {
-	case err != nil:
-		a.log.Error("leader election", "error", err)
-		return 1
-	case res == nil:
-		a.log.Error("another process held the lease for the whole --tick-timeout; nothing done", "lease", reconcile.LeaseName(a.opts.name))
-		return 1
-	}
-	return exitCode(res)
 }
 
 func exitCode(r *reconcile.Result) int {

@@ -36,6 +36,7 @@ type options struct {
 	insecureSkipHostKeyCheck                   bool
 
 	limits          source.Limits
+	worker          source.WorkerOptions
 	verifyCommits   bool
 	trustedKeysFile string
 
@@ -53,6 +54,7 @@ type options struct {
 
 	leaderElect                                  bool
 	leaseDuration, renewDeadline, leaseRetryTime time.Duration
+	waitForLease                                 time.Duration
 }
 
 // parseFlags reads the flags of cmd from RECOND_* environment variables and
@@ -108,6 +110,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.limits.MaxFileBytes, "render-max-file-bytes", source.DefaultLimits.MaxFileBytes, "largest file a render may read")
 	fs.IntVar(&o.limits.MaxDepth, "render-max-depth", source.DefaultLimits.MaxDepth, "deepest nesting of maps and lists in one object")
 	fs.IntVar(&o.limits.MaxAliasExpansion, "render-max-alias-expansion", source.DefaultLimits.MaxAliasExpansion, "most a YAML document may grow by expanding its aliases, as a multiple of its own size")
+	o.worker.BindFlags(fs)
 	fs.BoolVar(&o.verifyCommits, "verify-commits", false, "render only commits (or, for a tag --ref, annotated tags) signed by a key in --trusted-keys-file")
 	fs.StringVar(&o.trustedKeysFile, "trusted-keys-file", "", "armored OpenPGP public keys trusted to sign commits (with --verify-commits)")
 	if cmd == "run" || cmd == "sync" {
@@ -115,6 +118,9 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the last renewal before taking over")
 		fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading")
 		fs.DurationVar(&o.leaseRetryTime, "leader-elect-retry-period", 2*time.Second, "time between attempts to acquire or renew the Lease")
+	}
+	if cmd == "sync" {
+		fs.DurationVar(&o.waitForLease, "wait-for-lease", 0, "with --leader-elect: wait up to this long for the Lease when another live process of the instance holds it (0: say who holds it and exit 1 at once; `recond trigger` asks that process for a tick)")
 	}
 	if cmd == "diff" {
 		fs.StringVar(&o.output, "output", "text", "text or json")
@@ -161,12 +167,16 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--apply-concurrency must be positive")
 	case o.limits.MaxBytes <= 0 || o.limits.MaxObjects <= 0 || o.limits.MaxFileBytes <= 0 || o.limits.MaxDepth <= 0 || o.limits.MaxAliasExpansion <= 0:
 		return nil, errors.New("the --render-max-* limits must be positive")
+	case o.worker.Validate() != nil:
+		return nil, o.worker.Validate()
 	case o.verifyCommits && o.trustedKeysFile == "":
 		return nil, errors.New("--verify-commits needs --trusted-keys-file")
 	case !o.verifyCommits && o.trustedKeysFile != "":
 		return nil, errors.New("--trusted-keys-file is used only with --verify-commits")
 	case o.leaderElect && !(o.leaseDuration > o.renewDeadline && o.renewDeadline > o.leaseRetryTime && o.leaseRetryTime > 0):
 		return nil, errors.New("leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0")
+	case o.waitForLease < 0:
+		return nil, errors.New("--wait-for-lease must not be negative")
 	case o.output != "" && o.output != "text" && o.output != "json":
 		return nil, fmt.Errorf("--output must be text or json, not %q", o.output)
 	}

@@ -49,6 +49,31 @@ func TestHealthzFailsWhenNoTickStarts(t *testing.T) {
 			if tc.loopAgo > 0 {
 				a.loopSince.Store(now.Add(-tc.loopAgo).UnixNano())
 			}
+			// The verdict at the very now the cases are written against:
+			// the time the test takes to get here moves nothing.
+			msg := a.wedged(now)
+			if got := map[bool]int{true: 503, false: 200}[msg != ""]; got != tc.want || !strings.Contains(msg, tc.says) {
+				t.Errorf("/healthz would be %d %q, want %d with %q", got, msg, tc.want, tc.says)
+			}
+		})
+	}
+	// The handler answers the verdict at its own now: cases hours from
+	// their limits, which no delay moves.
+	for _, tc := range []struct {
+		name    string
+		loopAgo time.Duration
+		want    int
+		says    string
+	}{
+		{"standby", 0, 200, "ok"},
+		{"no tick for hours", 5 * time.Hour, 503, "the loop has started no tick for"},
+	} {
+		t.Run("handler, "+tc.name, func(t *testing.T) {
+			a := &app{opts: &options{interval: time.Second, tickTimeout: time.Second}, log: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry()}
+			a.progress = func() reconcile.Progress { return reconcile.Progress{} }
+			if tc.loopAgo > 0 {
+				a.loopSince.Store(time.Now().Add(-tc.loopAgo).UnixNano())
+			}
 			rec := httptest.NewRecorder()
 			a.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 			if rec.Code != tc.want || !strings.Contains(rec.Body.String(), tc.says) {

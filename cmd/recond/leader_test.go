@@ -38,7 +38,9 @@ func TestSecondProcessOfAnInstanceIsStandby(t *testing.T) {
 	repoB.Commit("b", map[string]string{"cm.yaml": strings.Replace(cmYAML, "k: v", "k: from-b", 1),
 		"other.yaml": strings.Replace(cmYAML, "name: c", "name: only-b", 1)})
 	args := func(repo string) []string {
-		return []string{"--repo", repo, "--namespace", ns, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(),
+		// A tick timeout well above a tick's cost (the interval, 1 s, by
+		// default): a slow tick on a loaded machine is not the test's.
+		return []string{"--repo", repo, "--namespace", ns, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "--tick-timeout", "30s",
 			"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
 	}
 	a := startRun(t, "1s", true, args(repoA.URL())...)
@@ -56,7 +58,7 @@ func TestSecondProcessOfAnInstanceIsStandby(t *testing.T) {
 	_, rv := cm()
 
 	b := startRun(t, "1s", false, args(repoB.URL())...)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a guard against a hang
 	for !strings.Contains(b.log.String(), `"msg":"standby: another process holds the lease; waiting to take over"`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the second process never said it is standby; log:\n%s", b.log.String())
@@ -85,7 +87,7 @@ func TestSecondProcessOfAnInstanceIsStandby(t *testing.T) {
 		if k, _ := cm(); k == "from-b" {
 			break
 		}
-		if time.Since(stopped) > 20*time.Second {
+		if time.Since(stopped) > time.Minute { // a guard against a hang
 			t.Fatalf("the standby did not take over; log:\n%s", b.log.String())
 		}
 		time.Sleep(50 * time.Millisecond)

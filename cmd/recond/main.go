@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"recond.dev/recond/reconcile/source"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -21,7 +23,8 @@ const usage = `recond holds a Kubernetes namespace against manifests in a Git re
 
 Usage:
   recond run      tick now and every --interval, forever (serves /healthz, /readyz)
-  recond sync     tick once; exit 0 when the tick succeeded, 1 when it failed
+  recond sync     tick once; exit 0 when the tick succeeded, 1 when it failed, or when another
+                  live process of the instance holds its Lease (--wait-for-lease to wait for it)
   recond diff     read, observe and diff; exit 0 no difference, 1 differences, 2 error
   recond trigger  ask a running recond for a tick now (--url, --token-file; --wait for its outcome)
   recond status   print a running recond's status page as a table (--url)
@@ -35,6 +38,8 @@ environment as RECOND_<FLAG>, upper case, dashes as underscores
 `
 
 func main() {
+	// A render worker (recond re-executed by itself) renders and exits.
+	source.RunWorkerIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		// After the first signal, the default action again: a second one

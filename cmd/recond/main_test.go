@@ -119,7 +119,7 @@ func TestRunServesHealthAndReadiness(t *testing.T) {
 
 func TestRunNotReadyWhileTicksFail(t *testing.T) {
 	r := startRun(t, "1h", false, clusterArgs(t, t.TempDir()+"/missing")...)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(r.log.String(), `"msg":"tick"`) {
 		if time.Now().After(deadline) {
 			t.Fatal("no tick")
@@ -166,7 +166,7 @@ func startRun(t *testing.T, interval string, ready bool, args ...string) *runnin
 	}
 	t.Cleanup(func() { r.stop() })
 	serving := regexp.MustCompile(`"msg":"serving"[^\n]*"address":"([^"]+)"`)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a guard against a hang
 	for {
 		if m := serving.FindStringSubmatch(r.log.String()); m != nil {
 			r.addr = m[1]
@@ -183,10 +183,11 @@ func startRun(t *testing.T, interval string, ready bool, args ...string) *runnin
 	return r
 }
 
-// waitReady polls /readyz until it answers 200.
+// waitReady polls /readyz until it answers 200 (for up to a minute, a
+// guard against a hang).
 func waitReady(t *testing.T, addr string, log *syncBuffer) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err == nil {

@@ -2,16 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"recond.dev/recond/internal/testenv"
 )
@@ -196,5 +204,215 @@ func collectOTLP(t *testing.T) func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return otlp.String()
+	}
+}
+
+// quotingPolicy installs a ValidatingAdmissionPolicy, bound to namespace
+// ns, that refuses a Secret named "guarded" with a message quoting its
+// password (base64, as CEL sees data), as an admission webhook may, and
+// waits until the API server enforces it.
+func quotingPolicy(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "recond-quotes-" + ns
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression:        "object.metadata.name != 'guarded'",
+				MessageExpression: "'password ' + string(object.data.password) + ' is too weak'",
+			}},
+		},
+	}
+	if _, err := cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
+		},
+	}
+	if _, err := cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, StringData: map[string]string{"password": "probe-value"}}
+	deadline := time.Now().Add(time.Minute) // a guard against a hang
+	for {
+		_, err := cp.Client.CoreV1().Secrets(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		// CEL sees data as base64: the server quotes the value so.
+		if err != nil && strings.Contains(err.Error(), base64.StdEncoding.EncodeToString([]byte("probe-value"))+" is too weak") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy is not enforced: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A Git author's typos and an API server that quotes a value: errors from
+// rendering and applying Secrets name the file, object and key, and no
+// output of recond shows the value. Each commit fails a tick of `recond
+// run` (asked for with `recond trigger --wait`), is shown by `recond diff`,
+// and is followed by a good commit so that each failure sends its own
+// TickFailed Event. Searched, raw and base64: the run's log, the trigger's
+// and diff's output and log, the exported spans, /metrics, the status page
+// (index, every tick, their JSON) and the namespace's Events.
+func TestSecretValuesNeverInErrors(t *testing.T) {
+	random := func() string {
+		b := make([]byte, 12)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		return "v" + hex.EncodeToString(b)
+	}
+	n, err := rand.Int(rand.Reader, new(big.Int).Exp(big.NewInt(10), big.NewInt(29), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	digits := "9" + fmt.Sprintf("%029s", n.String())
+	literal, envValue, admitted := random(), random(), random()
+	secret := func(name, body string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: " + name + "\n" + body
+	}
+	good := map[string]string{"kustomization.yaml": "resources:\n- cm.yaml\n", "cm.yaml": cmYAML}
+	cases := []struct {
+		name  string
+		files map[string]string
+		says  []string // in the log's tick line
+	}{
+		{"secretGenerator literal written with a colon", map[string]string{
+			"kustomization.yaml": "resources:\n- cm.yaml\nsecretGenerator:\n- name: db\n  literals:\n  - user=admin\n  - password:" + literal + "\n"},
+			[]string{"kustomization.yaml", "Secret/db", "literals[1]", `\"password…\"`}},
+		{"unquoted long number in stringData", map[string]string{
+			"kustomization.yaml": "resources:\n- cm.yaml\n- secret.yaml\n", "secret.yaml": secret("pins", "stringData:\n  pin: "+digits+"\n")},
+			[]string{"secret.yaml", "Secret/pins", "stringData.pin: number"}},
+		{"env file line written with a colon", map[string]string{
+			"kustomization.yaml": "resources:\n- cm.yaml\nsecretGenerator:\n- name: db\n  envs:\n  - db.env\n",
+			"db.env":             "DB_USER=admin\nDB_PASSWORD: " + envValue + "\n"},
+			[]string{"kustomization.yaml", "Secret/db", "envs db.env line 2", `\"DB_PASSWORD…\"`}},
+		{"API server quoting a value", map[string]string{
+			"kustomization.yaml": "resources:\n- cm.yaml\n- guarded.yaml\n", "guarded.yaml": secret("guarded", "stringData:\n  password: "+admitted+"\n")},
+			[]string{"Secret/guarded", "not shown"}},
+	}
+
+	repo := testenv.NewRepo(t)
+	repo.Commit("good", good)
+	args := clusterArgs(t, repo.URL())
+	ns := args[3]
+	quotingPolicy(t, ns)
+	spansSent := collectOTLP(t)
+	tokenFile := t.TempDir() + "/token"
+	if err := os.WriteFile(tokenFile, []byte("sync-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startRun(t, "1h", true, append([]string{"--sync-token-file", tokenFile, "--leader-elect=false"}, args...)...)
+	var out bytes.Buffer // every output but the run's log
+	// tickNow asks the run for a tick, waits for it and returns its id.
+	tickNow := func() int {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		trigger(context.Background(), []string{"--url", "http://" + r.addr, "--token-file", tokenFile, "--wait", "--timeout", "1m"}, &stdout, &stderr)
+		out.WriteString(stdout.String() + stderr.String())
+		var id int
+		if _, err := fmt.Sscanf(stdout.String(), "tick %d requested", &id); err != nil {
+			t.Fatalf("recond trigger: %q %q", stdout.String(), stderr.String())
+		}
+		return id
+	}
+	ticks := 1
+	for _, tc := range cases {
+		repo.Commit(tc.name, tc.files)
+		id := tickNow()
+		// The tick's failure says what is wrong: the test searches
+		// something real.
+		var line string
+		for _, l := range strings.Split(r.log.String(), "\n") {
+			if strings.Contains(l, `"msg":"tick"`) && strings.Contains(l, fmt.Sprintf(`"tick_id":%d,`, id)) {
+				line = l
+			}
+		}
+		for _, s := range append(tc.says, `"outcome":"failed"`) {
+			if !strings.Contains(line, s) {
+				t.Errorf("%s: tick %d's line does not say %s:\n%s", tc.name, id, s, line)
+			}
+		}
+		// recond diff fails where the tick did (2); a refusal by the API
+		// server comes after the diff (1: the change is shown).
+		want := 2
+		if tc.name == "API server quoting a value" {
+			want = 1
+		}
+		code, text, errOut := recond(t, append([]string{"diff"}, args...)...)
+		if code != want {
+			t.Errorf("%s: recond diff exit %d, want %d", tc.name, code, want)
+		}
+		out.WriteString(text + errOut)
+		code, js, errOut := recond(t, append([]string{"diff", "--output", "json"}, args...)...)
+		if code != want {
+			t.Errorf("%s: recond diff --output json exit %d, want %d", tc.name, code, want)
+		}
+		out.WriteString(js + errOut)
+		repo.Commit("good again", good)
+		ticks = tickNow()
+	}
+	pages := get(t, "http://"+r.addr+"/") + get(t, "http://"+r.addr+"/api/v1/status")
+	for i := 1; i <= ticks; i++ {
+		pages += get(t, fmt.Sprintf("http://%s/ticks/%d", r.addr, i)) + get(t, fmt.Sprintf("http://%s/api/v1/ticks/%d", r.addr, i))
+	}
+	metricsBody := get(t, "http://"+r.addr+"/metrics")
+	r.stop() // sends the Events and the spans
+	logs := r.log.String()
+
+	var notes strings.Builder
+	failed := 0
+	l, err := cp.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Items {
+		notes.WriteString(e.Reason + ": " + e.Note + "\n")
+		if e.Reason == "TickFailed" {
+			failed++
+		}
+	}
+	if failed != len(cases) {
+		t.Errorf("%d TickFailed Events, want %d:\n%s", failed, len(cases), notes.String())
+	}
+	spans := spansSent()
+	if !strings.Contains(spans, "recond.render") || !strings.Contains(spans, "recond.validate") {
+		t.Fatalf("the collector received no render or validate spans (%d bytes)", len(spans))
+	}
+	if !strings.Contains(pages, "Secret/guarded") || !strings.Contains(pages, "literals[1]") {
+		t.Errorf("the status page shows none of the failures")
+	}
+	values := []string{literal, envValue, admitted, digits}
+	for _, v := range values {
+		for _, value := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
+			for where, s := range map[string]string{"the run's log": logs, "trigger and diff output": out.String(), "spans": spans,
+				"metrics": metricsBody, "the status page": pages, "Events": notes.String()} {
+				if strings.Contains(s, value) {
+					t.Errorf("%s contain the Secret value %q", where, value)
+				}
+			}
+		}
 	}
 }

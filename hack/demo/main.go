@@ -269,6 +269,41 @@ func demo(recondBin, examples string, interval time.Duration) error {
 	if err := waitTick("outcome=converged"); err != nil {
 		return err
 	}
+	say("runaway commit: 12 KB of kustomization that computes for minutes; its render worker is killed at each tick's deadline (%s)", interval)
+	var cms, kust strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&cms, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r%d\n  labels: {app: x}\n", i)
+	}
+	kust.WriteString("resources:\n  - configmap.yaml\n  - deployment.yaml\n  - runaway.yaml\npatches:\n")
+	for i := range 100 {
+		fmt.Fprintf(&kust, "  - target: {kind: ConfigMap, labelSelector: app=x}\n    patch: '[{\"op\": \"add\", \"path\": \"/data/p%d\", \"value\": \"v\"}]'\n", i)
+	}
+	sha, err = repo.edit("patch everything", map[string]func(string) string{
+		"kustomization.yaml": func(string) string { return kust.String() },
+		"runaway.yaml":       func(string) string { return cms.String() },
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("committed %s\n", sha[:12])
+	if err := waitTick("reason=timeout"); err != nil {
+		return err
+	}
+	if err := printMetrics("http://"+addr+"/metrics", "recond_loop_stalls_total"); err != nil {
+		return err
+	}
+	if sha, err = repo.remove("revert", "kustomization.yaml"); err == nil {
+		sha, err = repo.remove("revert", "runaway.yaml")
+	}
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	fmt.Printf("reverted in %s: the next tick renders it, nothing waits for the stopped render\n", sha[:12])
+	if err := waitTick("outcome=converged"); err != nil {
+		return err
+	}
+	fmt.Printf("converged %s after the revert\n", time.Since(start).Round(time.Millisecond))
 	say("a tick now, from a shell or a CI job: recond trigger --url http://%s --token-file ... --wait", addr)
 	start = time.Now()
 	trig := exec.Command(recondBin, "trigger", "--url", "http://"+addr, "--token-file", tokenFile, "--wait")
@@ -326,11 +361,13 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		return err
 	}
 
-	say("crash: kill -9 recond; a new process (recond sync) waits until the dead one's Lease expires (15 s), never writing beside it, then goes on from what the cluster holds")
+	say("crash: kill -9 recond; a new process (recond sync --wait-for-lease 1m) waits until the dead one's Lease expires (15 s), never writing beside it, then goes on from what the cluster holds")
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	start = time.Now()
-	sync := exec.Command(recondBin, "sync", "--repo", repoDir, "--namespace", ns, "--kubeconfig", kubeconfig,
+	// The dead process's Lease looks alive until it expires: without
+	// --wait-for-lease, sync would say who holds it and exit 1.
+	sync := exec.Command(recondBin, "sync", "--wait-for-lease", "1m", "--repo", repoDir, "--namespace", ns, "--kubeconfig", kubeconfig,
 		"--log-format", "text", "--cache-dir", filepath.Join(work, "cache"))
 	var syncOut strings.Builder
 	sync.Stderr = &syncOut
@@ -344,7 +381,7 @@ func demo(recondBin, examples string, interval time.Duration) error {
 				field(line, "outcome"), field(line, "pruned"), time.Since(start).Round(time.Millisecond))
 		}
 	}
-	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit and survived a crash; every later tick is converged")
+	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render and survived a crash; every later tick is converged")
 	return nil
 }
 

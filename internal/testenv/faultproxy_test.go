@@ -93,8 +93,8 @@ func TestAPIProxy(t *testing.T) {
 		f := p.Add(Fault{Match: Match{Method: "POST", Path: "/configmaps"}, Hold: release})
 		done := make(chan error, 1)
 		go func() { _, err := cms.Create(ctx, cm("held"), metav1.CreateOptions{}); done <- err }()
-		f.WaitHits(t, 1, 10*time.Second)
-		time.Sleep(200 * time.Millisecond)
+		f.WaitHits(t, 1, time.Minute)
+		time.Sleep(200 * time.Millisecond) // a create let through would land by now (a check a busy machine can only pass)
 		if _, err := cp.Client.CoreV1().ConfigMaps(ns).Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("held create reached the server: %v", err)
 		}
@@ -117,17 +117,34 @@ func TestAPIProxy(t *testing.T) {
 		}
 	})
 
+	// openWatch waits until the proxy holds no watch (those of earlier
+	// subtests are gone), then watches from a list's resourceVersion and
+	// waits until the proxy holds it: the one open watch, with no initial
+	// events, so every event read is one the test caused (no quiet period
+	// to wait out, which a busy machine could stretch).
+	waitOpen := func(t *testing.T, n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second) // a guard against a hang
+		for p.OpenWatches() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d open watches, want %d", p.OpenWatches(), n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	openWatch := func(t *testing.T) watch.Interface {
 		t.Helper()
-		w, err := cms.Watch(ctx, metav1.ListOptions{})
+		waitOpen(t, 0)
+		l, err := cms.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(w.Stop)
-		deadline := time.Now().Add(5 * time.Second)
-		for p.OpenWatches() == 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitOpen(t, 1)
 		return w
 	}
 	next := func(w watch.Interface, d time.Duration) (watch.Event, bool) {
@@ -138,29 +155,19 @@ func TestAPIProxy(t *testing.T) {
 			return watch.Event{Type: "none"}, true
 		}
 	}
-	// drain reads the initial ADDED events.
-	drain := func(w watch.Interface) {
-		for {
-			if ev, _ := next(w, 300*time.Millisecond); ev.Type == "none" {
-				return
-			}
-		}
-	}
 
 	t.Run("cut watches", func(t *testing.T) {
 		w := openWatch(t)
-		drain(w)
 		if n := p.CutWatches(); n < 1 {
 			t.Fatalf("cut %d watches", n)
 		}
-		if ev, ok := next(w, 5*time.Second); ok {
+		if ev, ok := next(w, 30*time.Second); ok {
 			t.Errorf("after the cut: event %v, want the stream closed", ev.Type)
 		}
 	})
 
 	t.Run("stall", func(t *testing.T) {
 		w := openWatch(t)
-		drain(w)
 		f := p.Add(Fault{Match: Match{Path: "/configmaps", Watch: WatchOnly}, Stall: true})
 		if _, err := cms.Create(ctx, cm("during-stall"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -175,17 +182,22 @@ func TestAPIProxy(t *testing.T) {
 		if _, err := cms.Create(ctx, cm("after-stall"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if ev, _ := next(w, 5*time.Second); ev.Type != watch.Added {
+		if ev, _ := next(w, 30*time.Second); ev.Type != watch.Added {
 			t.Errorf("after the stall: %v, want ADDED", ev.Type)
 		}
 	})
 
 	t.Run("expire open and new watches", func(t *testing.T) {
 		w := openWatch(t)
-		drain(w)
 		f := p.Add(Fault{Match: Match{Path: "/configmaps", Watch: WatchOnly}, Expire: true, Times: 2})
-		for i, w := range []watch.Interface{w, openWatch(t)} {
-			ev, _ := next(w, 5*time.Second)
+		// A new watch is answered by the fault at once: never open.
+		fresh, err := cms.Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(fresh.Stop)
+		for i, w := range []watch.Interface{w, fresh} {
+			ev, _ := next(w, 30*time.Second)
 			st, _ := ev.Object.(*metav1.Status)
 			if ev.Type != watch.Error || st == nil || st.Code != http.StatusGone {
 				t.Errorf("watch %d: %v %v, want ERROR 410", i, ev.Type, ev.Object)

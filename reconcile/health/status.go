@@ -22,11 +22,15 @@ const (
 	// with no status yet, or a status in no shape recond knows). Unknown is
 	// not healthy.
 	Unknown Status = "unknown"
+	// Missing: the desired set names it and it does not exist (a write the
+	// server refused, a tick stopped before writing it, a dry run, or
+	// deleted by hand and not yet re-created). Missing is not healthy.
+	Missing Status = "missing"
 )
 
 // Statuses lists every Status, so that labelled series can be
 // pre-initialised.
-var Statuses = []Status{Current, InProgress, Failed, Terminating, Unknown}
+var Statuses = []Status{Current, InProgress, Failed, Terminating, Unknown, Missing}
 
 // Instance is the health of an instance: the worst of its objects'. The
 // values are a contract: the recond_health_status{status} label uses them.
@@ -39,7 +43,7 @@ const (
 	// Progressing: no object failed or unknown, some in progress or
 	// terminating.
 	Progressing Instance = "progressing"
-	// Degraded: at least one object failed.
+	// Degraded: at least one object failed or is missing.
 	Degraded Instance = "degraded"
 	// InstanceUnknown: no object failed, at least one is unknown.
 	InstanceUnknown Instance = "unknown"
@@ -49,13 +53,13 @@ const (
 var Instances = []Instance{Healthy, Progressing, Degraded, InstanceUnknown}
 
 // Of is the health of an instance whose objects have statuses: degraded if
-// any failed, else unknown if any is unknown, else progressing if any is in
+// any failed or is missing, else unknown if any is unknown, else progressing if any is in
 // progress or terminating, else healthy.
 func Of(statuses []Status) Instance {
 	var failed, unknown, progressing bool
 	for _, s := range statuses {
 		switch s {
-		case Failed:
+		case Failed, Missing:
 			failed = true
 		case Unknown:
 			unknown = true

@@ -18,6 +18,7 @@ const (
 	LimitFileBytes      = "file size"
 	LimitDepth          = "nesting depth"
 	LimitAliasExpansion = "alias expansion"
+	LimitMemory         = "memory"
 )
 
 // limitFlags maps each limit to the flag that sets it.
@@ -27,6 +28,7 @@ var limitFlags = map[string]string{
 	LimitFileBytes:      "--render-max-file-bytes",
 	LimitDepth:          "--render-max-depth",
 	LimitAliasExpansion: "--render-max-alias-expansion",
+	LimitMemory:         "--render-max-memory",
 }
 
 // aliasAllowance is the number of nodes a YAML document may expand to on
@@ -65,7 +67,14 @@ type budget struct {
 	lim     Limits
 	read    atomic.Int64 // bytes read from the tree
 	objects int          // objects produced (only touched by the decoder)
+	// secrets is what the render knows to be secret: no error of it may
+	// quote any of it (safe).
+	secrets secretMaterial
 }
+
+// safe is err with every secret value the render knows of removed from
+// its text (see secretMaterial.redact).
+func (b *budget) safe(err error) error { return b.secrets.redact(err) }
 
 // readBytes charges n bytes read from file against MaxBytes.
 func (b *budget) readBytes(file string, n int64) error {
@@ -88,6 +97,8 @@ func (b *budget) fileSize(file string, size int64) error {
 // every number is exactly representable. It parses into yaml.v3 nodes,
 // which keep aliases unexpanded, so a bomb costs only its own size here.
 func (b *budget) inspect(file string, data []byte, numbers bool) error {
+	b.secrets.addFile(file, data)
+	secretFile := b.secrets.isSecretFile(file)
 	if looksLikeJSON(data) {
 		return b.inspectJSON(file, data, numbers)
 	}
@@ -100,6 +111,7 @@ func (b *budget) inspect(file string, data []byte, numbers bool) error {
 			}
 			return &ManifestError{File: file, Err: &syntaxError{fmt.Errorf("document %d: %w", doc, err)}}
 		}
+		b.secrets.addDocument(file, &n)
 		w := &nodeWalker{memo: map[*yaml.Node]nodeCost{}, visiting: map[*yaml.Node]bool{}}
 		own := countOwn(&n)
 		c, err := w.cost(&n)
@@ -114,7 +126,10 @@ func (b *budget) inspect(file string, data []byte, numbers bool) error {
 			return b.depthError(file, &n, c.depth-1)
 		}
 		if numbers {
-			if err := checkNumbers(file, &n); err != nil {
+			if err := checkNumbers(file, &n, secretFile); err != nil {
+				return err
+			}
+			if err := checkYAMLSecretKeys(file, &n); err != nil {
 				return err
 			}
 		}
@@ -150,6 +165,7 @@ func (b *budget) inspectJSON(file string, data []byte, numbers bool) error {
 		if err := dec.Decode(&v); err != nil {
 			return nil //nolint:nilerr // the decoder reports syntax errors
 		}
+		b.secrets.addJSON(file, v)
 		obj, _ := v.(map[string]any)
 		ref := jsonRef(obj)
 		if d := jsonDepth(v); d > int64(b.lim.MaxDepth) {
@@ -158,7 +174,10 @@ func (b *budget) inspectJSON(file string, data []byte, numbers bool) error {
 			return err
 		}
 		if numbers {
-			if err := checkJSONNumbers(file, ref, "", v); err != nil {
+			if err := checkJSONNumbers(file, ref, "", v, b.secrets.isSecretFile(file)); err != nil {
+				return err
+			}
+			if err := checkJSONSecretKeys(file, obj); err != nil {
 				return err
 			}
 		}

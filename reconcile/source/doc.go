@@ -22,8 +22,9 @@
 // without a restart, and never appear in errors or in [Source.DisplayURL].
 //
 // Rendering reads files straight from the commit's tree (no checkout). When
-// the configured directory holds a kustomization, kustomize runs in-process;
-// otherwise every .yaml, .yml and .json file below the directory is
+// the configured directory holds a kustomization, kustomize runs, in a
+// [Worker] process killed at the render's deadline when Config.Worker is set
+// (in-process otherwise); otherwise every .yaml, .yml and .json file below the directory is
 // decoded, in lexical path order: multi-document YAML and JSON, empty
 // documents skipped, lists ("kind: List") expanded into their items. Hidden
 // paths (such as .github/) are skipped.
@@ -54,8 +55,9 @@
 // fails with a *[LimitError] naming the limit and its flag. A number that a
 // decoded object cannot hold exactly (an integer outside int64, a float
 // with more digits than float64 keeps) fails, naming the file, the object
-// and the field. Render returns as soon as its context is done; the file
-// system stops kustomize at its next read.
+// and the field. Render returns as soon as its context is done: a worker is
+// killed (ErrRenderKilled); in-process, the file system stops kustomize at
+// its next read, and a build that computes without reading runs on.
 //
 // Problems with the manifests themselves, limits included, are reported as
 // *[ManifestError].

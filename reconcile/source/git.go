@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,9 @@ type Config struct {
 	// Limits bound what rendering may read and produce; zero fields take
 	// the defaults of DefaultLimits.
 	Limits Limits
+	// Worker, when set, runs kustomize in a worker process that is killed
+	// at the render's deadline (see Worker); nil runs it in-process.
+	Worker *Worker
 
 	// VerifyCommits refuses to render a revision whose commit (or, when Ref
 	// names a tag, whose annotated tag) is not signed by a key of
@@ -99,7 +103,10 @@ type Source struct {
 	dir     string // cleaned Config.Path: "." or a slash-separated relative path
 	local   string // repository path, for kindLocal
 	remote  string // URL given to go-git: never contains a password
-	display string
+	display string // remote without its query and fragment (displayURL)
+	// hidden are the parts of remote that display drops (a query's
+	// "private_token=..."), removed from every error of a fetch (scrub).
+	hidden []string
 
 	urlUser, urlPassword string // credentials found in an http(s) URL
 	sshUser, sshAddr     string // ssh login and host:port (for known_hosts)
@@ -234,11 +241,63 @@ func (s *Source) parseURL(raw string) error {
 		return fmt.Errorf("source: unsupported URL scheme %q (use https, http, ssh, file or a local path)", u.Scheme)
 	}
 	s.remote = u.String()
-	s.display = s.remote
+	s.display, s.hidden = displayURL(u)
 	return nil
 }
 
-// DisplayURL returns the URL without credentials, for logs and annotations.
+// displayURL is u (without user information already) as it is shown in
+// logs, spans, annotations, Events and the status page: without its query
+// and fragment, which may carry a token ("?private_token=..."). hidden are
+// the dropped parts, raw and decoded, for scrub.
+func displayURL(u *url.URL) (display string, hidden []string) {
+	if u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery {
+		return u.String(), nil
+	}
+	add := func(v string) {
+		if len(v) >= 3 {
+			hidden = append(hidden, v)
+		}
+	}
+	add(u.RawQuery)
+	add(u.RawFragment)
+	add(u.Fragment)
+	if q, err := url.ParseQuery(u.RawQuery); err == nil {
+		for _, vs := range q {
+			for _, v := range vs {
+				add(v)
+				add(url.QueryEscape(v))
+			}
+		}
+	}
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(kv, "=")
+		add(v)
+	}
+	sort.Slice(hidden, func(i, j int) bool { return len(hidden[i]) > len(hidden[j]) })
+	c := *u
+	c.RawQuery, c.Fragment, c.RawFragment, c.ForceQuery = "", "", "", false
+	return c.String(), hidden
+}
+
+// scrub removes from err's text what display dropped from the URL (go-git
+// quotes the URL it requested); errors.Is and errors.As still see err.
+func (s *Source) scrub(err error) error {
+	if err == nil || len(s.hidden) == 0 {
+		return err
+	}
+	msg := err.Error()
+	out := msg
+	for _, h := range s.hidden {
+		out = strings.ReplaceAll(out, h, "…")
+	}
+	if out == msg {
+		return err
+	}
+	return &redactedError{msg: out, err: err}
+}
+
+// DisplayURL returns the URL without credentials, query or fragment, for
+// logs and annotations.
 func (s *Source) DisplayURL() string { return s.display }
 
 func portOr(p, def int) int {
@@ -350,7 +409,7 @@ func (s *Source) Fetch(ctx context.Context) (Revision, error) {
 		}
 	}
 	if err != nil {
-		return Revision{}, fmt.Errorf("fetch %s: %w", s.display, wrapGoGit(err))
+		return Revision{}, fmt.Errorf("fetch %s: %w", s.display, s.scrub(wrapGoGit(err)))
 	}
 	// Verified on every Fetch, cached or not, still under the cache lock:
 	// a revision refused once stays refused.

@@ -21,13 +21,13 @@ import (
 
 // testRepo is a real repository with a worktree, built with go-git.
 type testRepo struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	repo *git.Repository
 	when time.Time
 }
 
-func newTestRepo(t *testing.T, dir string) *testRepo {
+func newTestRepo(t testing.TB, dir string) *testRepo {
 	t.Helper()
 	repo, err := git.PlainInit(dir, false)
 	if err != nil {

@@ -150,6 +150,10 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 				}
 			}
 		}
+		// secretGenerator mistakes that would quote a value; secret material.
+		if err := tfs.checkSecretSources(file, dir, &k); err != nil {
+			return err
+		}
 		if p, ok := k.OpenAPI["path"]; ok {
 			if err := check("openapi.path", p, false); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -78,34 +79,46 @@ func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
 }
 
 func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
-	repo, err := s.open()
+	repo, root, dir, err := s.tree(sha)
 	if err != nil {
 		return nil, err
 	}
+	b := &budget{lim: s.cfg.Limits.withDefaults()}
+	for _, name := range kustomizationFiles {
+		if e, err := dir.FindEntry(name); err == nil && (e.Mode.IsFile() || e.Mode == filemode.Symlink) {
+			ms, err := s.kustomize(ctx, sha, root, b)
+			return ms, b.safe(err) // no error quotes a secret value (secrets.go)
+		}
+	}
+	ms, err := readDir(ctx, repo.Storer, root, dir, s.dir, b)
+	return ms, b.safe(err)
+}
+
+// tree opens the repository and returns the commit's root tree and the
+// tree of the configured directory.
+func (s *Source) tree(sha string) (*git.Repository, *object.Tree, *object.Tree, error) {
+	repo, err := s.open()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	commit, err := repo.CommitObject(plumbing.NewHash(sha))
 	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", sha, err)
+		return nil, nil, nil, fmt.Errorf("commit %s: %w", sha, err)
 	}
 	root, err := commit.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", sha, err)
+		return nil, nil, nil, fmt.Errorf("commit %s: %w", sha, err)
 	}
 	dir := root
 	if s.dir != "." {
 		if dir, err = root.Tree(s.dir); err != nil {
 			if errors.Is(err, object.ErrDirectoryNotFound) {
-				return nil, &ManifestError{File: s.dir, Err: err}
+				return nil, nil, nil, &ManifestError{File: s.dir, Err: err}
 			}
-			return nil, fmt.Errorf("%s: %w", s.dir, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", s.dir, err)
 		}
 	}
-	b := &budget{lim: s.cfg.Limits.withDefaults()}
-	for _, name := range kustomizationFiles {
-		if e, err := dir.FindEntry(name); err == nil && (e.Mode.IsFile() || e.Mode == filemode.Symlink) {
-			return s.kustomize(ctx, root, b)
-		}
-	}
-	return readDir(ctx, repo.Storer, root, dir, s.dir, b)
+	return repo, root, dir, nil
 }
 
 // readDir decodes every manifest file below dir (whose path in the
@@ -283,71 +296,98 @@ func (b *budget) appendObject(out []Manifest, file string, doc int, obj map[stri
 // OpenAPI schema).
 var kustomizeMu sync.Mutex
 
-// kustomize builds the kustomization at s.dir with the sealed kustomize
-// (no network, no processes, no plugins but the builtin ones) reading
-// lazily from the commit's tree through a read-only, bounded file system.
-// Kustomize runs in its own goroutine so that Render returns as soon as
-// ctx is done; the file system then fails its next read, which stops it.
-func (s *Source) kustomize(ctx context.Context, root *object.Tree, b *budget) ([]Manifest, error) {
-	label := "kustomize build " + s.dir
+// kustomize builds the kustomization at s.dir and decodes what it produced.
+// With a Worker configured, the build runs in a worker process (see
+// worker.go) that is killed when ctx is done; otherwise it runs in-process.
+func (s *Source) kustomize(ctx context.Context, sha string, root *object.Tree, b *budget) ([]Manifest, error) {
+	label := kustomizeLabel(s.dir)
+	var (
+		out []byte
+		err error
+	)
+	if s.cfg.Worker != nil {
+		out, err = s.kustomizeInWorker(ctx, sha, b.lim)
+	} else {
+		out, err = kustomizeInProcess(ctx, root, s.dir, b)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.decode(label, out)
+}
+
+func kustomizeLabel(dir string) string { return "kustomize build " + dir }
+
+// kustomizeInProcess runs kustomizeBuild in a goroutine of its own so that
+// it returns as soon as ctx is done; the file system then fails its next
+// read, which stops kustomize, but a build that computes without reading
+// goes on (and holds kustomizeMu) until it ends: the worker process is the
+// way to stop one.
+func kustomizeInProcess(ctx context.Context, root *object.Tree, dir string, b *budget) ([]byte, error) {
 	fsCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	tfs := newTreeFS(fsCtx, root, b)
-	if err := checkKustomizations(tfs, s.dir); err != nil {
-		return nil, renderFault(err, label)
-	}
-
 	type result struct {
 		out []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		// A panic in kustomize (some malformed kustomizations reach one)
-		// would end the process from this goroutine: fail the render.
-		defer func() {
-			if p := recover(); p != nil {
-				done <- result{err: fmt.Errorf("kustomize failed: %v", p)}
-			}
-		}()
 		kustomizeMu.Lock()
 		defer kustomizeMu.Unlock()
 		if err := fsCtx.Err(); err != nil {
 			done <- result{err: err}
 			return
 		}
-		// The default options allow builtin plugins only and restrict
-		// loads to the kustomization's root.
-		resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(tfs, abs(s.dir))
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		if n := resources.Size(); n > b.lim.MaxObjects {
-			done <- result{err: newLimitError(LimitObjects, int64(n), int64(b.lim.MaxObjects), label)}
-			return
-		}
-		out, err := resources.AsYaml()
-		done <- result{out: out, err: err}
+		out, err := kustomizeBuild(fsCtx, root, dir, b)
+		done <- result{out, err}
 	}()
-
-	var res result
 	select {
 	case <-ctx.Done():
 		// Cancelling fsCtx (deferred) makes the goroutine's next read fail.
 		return nil, ctx.Err()
-	case res = <-done:
+	case res := <-done:
+		return res.out, res.err
 	}
-	if res.err != nil {
+}
+
+// kustomizeBuild builds the kustomization at dir with the sealed kustomize
+// (no network, no processes, no plugins but the builtin ones) reading
+// lazily from the commit's tree through a read-only, bounded file system,
+// and returns its YAML output, bounded by MaxObjects and MaxBytes. Every
+// error is a *ManifestError, or ctx's.
+func kustomizeBuild(ctx context.Context, root *object.Tree, dir string, b *budget) (out []byte, err error) {
+	label := kustomizeLabel(dir)
+	defer func() { err = b.safe(err) }() // last: no error quotes a secret value (secrets.go)
+	defer func() {
+		// A panic in kustomize (some malformed kustomizations reach one)
+		// must not end the process: fail the render.
+		if p := recover(); p != nil {
+			out, err = nil, renderFault(fmt.Errorf("kustomize failed: %v", p), label)
+		}
+	}()
+	tfs := newTreeFS(ctx, root, b)
+	if err := checkKustomizations(tfs, dir); err != nil {
+		return nil, renderFault(err, label)
+	}
+	// The default options allow builtin plugins only and restrict loads to
+	// the kustomization's root.
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(tfs, abs(dir))
+	if err == nil {
+		if n := resources.Size(); n > b.lim.MaxObjects {
+			return nil, newLimitError(LimitObjects, int64(n), int64(b.lim.MaxObjects), label)
+		}
+		out, err = resources.AsYaml()
+	}
+	if err != nil {
 		if fault := tfs.Err(); fault != nil {
 			return nil, renderFault(fault, label)
 		}
-		return nil, renderFault(res.err, label)
+		return nil, renderFault(err, label)
 	}
-	if n := int64(len(res.out)); n > b.lim.MaxBytes {
+	if n := int64(len(out)); n > b.lim.MaxBytes {
 		return nil, newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
 	}
-	return b.decode(label, res.out)
+	return out, nil
 }
 
 // renderFault returns err as a *ManifestError (of label when it is not one

@@ -169,14 +169,16 @@ func sealedFixture(t *testing.T, addr string) (dir, sha string, cases []sealedCa
 func TestRenderSealed(t *testing.T) {
 	tw := newTripwire(t)
 	dir, sha, cases := sealedFixture(t, tw.addr)
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			ms, err := mustNew(t, Config{URL: dir, Path: c.dir}).Render(context.Background(), sha)
-			var me *ManifestError
-			if !errors.As(err, &me) {
-				t.Fatalf("Render() = %v, %v; want a *ManifestError", names(ms), err)
-			}
-		})
+	for _, worker := range []*Worker{nil, testWorker(t)} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("worker=%t/%s", worker != nil, c.name), func(t *testing.T) {
+				ms, err := mustNew(t, Config{URL: dir, Path: c.dir, Worker: worker}).Render(context.Background(), sha)
+				var me *ManifestError
+				if !errors.As(err, &me) {
+					t.Fatalf("Render() = %v, %v; want a *ManifestError", names(ms), err)
+				}
+			})
+		}
 	}
 	tw.check(t)
 }

@@ -1,0 +1,170 @@
+package faults
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"recond.dev/recond/internal/testenv"
+)
+
+// runawayKustomization is 12 KB of kustomization whose build computes for
+// minutes: 1,000 ConfigMaps labelled app=x and 100 JSON6902 patches that
+// each target all of them by label.
+func runawayKustomization() map[string]string {
+	var cms, kust strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&cms, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r%d\n  labels:\n    app: x\ndata:\n  k: v\n", i)
+	}
+	kust.WriteString("resources:\n- cms.yaml\npatches:\n")
+	for i := range 100 {
+		fmt.Fprintf(&kust, "- target:\n    kind: ConfigMap\n    labelSelector: app=x\n  patch: '[{\"op\": \"add\", \"path\": \"/data/p%d\", \"value\": \"v\"}]'\n", i)
+	}
+	return map[string]string{"kustomization.yaml": kust.String(), "cms.yaml": cms.String()}
+}
+
+// renderWorkers lists the render workers (children marked by their
+// environment) of process pid.
+func renderWorkers(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); strings.Contains(string(env), "_RECOND_RENDER_WORKER=1") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestFaultManifestRunawayRender: a commit whose kustomize build computes
+// for minutes. Each tick's render is stopped at the tick's deadline (its
+// worker process killed): the tick fails in read with reason timeout,
+// recond_loop_stalls_total{phase="read"} counts it, nothing is applied or
+// pruned, the process stays live (/healthz 200) and no worker is left
+// running. The author's fix (one ConfigMap) is applied by the next tick
+// that reads it: a runaway render does not hold the process.
+func TestFaultManifestRunawayRender(t *testing.T) {
+	repo := testenv.NewRepo(t)
+	repo.Commit("first", firstRevision())
+	n := cp.Namespace(t)
+	r := StartRecond(t, append(Base(t, repo.URL(), n, Kubeconfig(t)), "--tick-timeout", "3s")...)
+	first := r.WaitTick(30*time.Second, 0, Succeeded)
+	stalls := r.Metric("recond_loop_stalls_total", map[string]string{"phase": "read"})
+
+	files := faultyRevision(nil)
+	for k, v := range runawayKustomization() {
+		files[k] = v
+	}
+	repo.Commit("runaway", files)
+	tk := r.WaitTick(time.Minute, first.ID, Tick.Failed)
+	if !FailedIn("read", "timeout")(tk) {
+		t.Fatalf("the runaway commit's tick: %s; want failed in read, reason timeout", tk)
+	}
+	tk2 := r.WaitTick(time.Minute, tk.ID, func(Tick) bool { return true })
+	if !FailedIn("read", "timeout")(tk2) {
+		t.Errorf("the tick after: %s; want failed in read (timeout) again", tk2)
+	}
+	if after := r.Metric("recond_loop_stalls_total", map[string]string{"phase": "read"}); after < max(stalls, 0)+2 {
+		t.Errorf(`recond_loop_stalls_total{phase="read"}: %v then %v; want +2 (one per stopped render)`, stalls, after)
+	}
+	if code := r.Get("/healthz"); code != 200 {
+		t.Errorf("/healthz = %d while renders are stopped; want 200 (the loop ticks)", code)
+	}
+	if w := renderWorkers(r.Pid()); len(w) > 1 {
+		t.Errorf("render workers still running: %v; want at most the current tick's", w)
+	}
+	firstRevisionIntact(t, n)
+
+	// The fix: kustomize with one ConfigMap, and keep back.
+	fixAt := time.Now()
+	repo.Commit("fix", map[string]string{
+		"kustomization.yaml": "resources:\n- keep.yaml\n- cms.yaml\n",
+		"cms.yaml":           manifestCM("only", "v1"),
+		"keep.yaml":          manifestCM("keep", "v2"),
+	})
+	r.Recovery("a runaway render, fixed", fixAt, tk2.ID, 2, 2*time.Minute, Succeeded)
+	if d := cmp.Diff([]string{"keep", "only"}, slices.Sorted(maps.Keys(owned(t, n)))); d != "" {
+		t.Errorf("owned ConfigMaps after the fix (-want +got):\n%s", d)
+	}
+	if w := renderWorkers(r.Pid()); len(w) > 0 {
+		t.Errorf("render workers still running after the fix converged: %v", w)
+	}
+}
+
+// TestRenderCost measures, on the binary, what rendering a revision costs
+// with kustomize in a worker process (the default) and in recond's process
+// (--render-in-process): the read phase of the tick that renders each of 6
+// revisions of a 500-object overlay (the tick lines' read=), and recond's
+// resident memory (VmRSS, VmHWM) after them. Not part of make test:
+//
+//	RECOND_RENDER_COST=1 go test -count=1 -run TestRenderCost -v ./faults/ | grep 'render cost'
+func TestRenderCost(t *testing.T) {
+	if os.Getenv("RECOND_RENDER_COST") == "" {
+		t.Skip("set RECOND_RENDER_COST=1 to measure the render's cost")
+	}
+	var base strings.Builder
+	for i := range 250 {
+		fmt.Fprintf(&base, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c%d\ndata:\n  k: v\n", i)
+		fmt.Fprintf(&base, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s%d\nstringData:\n  k: v\n", i)
+	}
+	overlay := func(rev int) map[string]string {
+		return map[string]string{
+			"base/kustomization.yaml": "resources:\n- all.yaml\n",
+			"base/all.yaml":           base.String(),
+			"kustomization.yaml": fmt.Sprintf("resources:\n- base\nlabels:\n- pairs: {rev: r%d}\npatches:\n"+
+				"- target: {kind: ConfigMap}\n  patch: '[{\"op\": \"add\", \"path\": \"/data/extra\", \"value\": \"x\"}]'\n", rev),
+		}
+	}
+	for _, mode := range []struct {
+		name  string
+		flags []string
+	}{{"worker", nil}, {"in-process", []string{"--render-in-process"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			repo := testenv.NewRepo(t)
+			repo.Commit("r0", overlay(0))
+			n := cp.Namespace(t)
+			r := StartRecond(t, append(append(Base(t, repo.URL(), n, Kubeconfig(t)), "--tick-timeout", "2m"), mode.flags...)...)
+			last := r.WaitTick(5*time.Minute, 0, Succeeded)
+			var reads []time.Duration
+			for rev := 1; rev <= 6; rev++ {
+				sha := repo.Commit(fmt.Sprintf("r%d", rev), overlay(rev))
+				last = r.WaitTick(5*time.Minute, last.ID, func(tk Tick) bool { return Succeeded(tk) && strings.HasPrefix(sha, tk.Str("revision")) })
+				d, err := time.ParseDuration(last.Str("read"))
+				if err != nil {
+					t.Fatalf("tick %s: read=%q: %v", last, last.Str("read"), err)
+				}
+				reads = append(reads, d)
+			}
+			slices.Sort(reads)
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.Pid()))
+			var mem []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "VmRSS") || strings.HasPrefix(l, "VmHWM") {
+					mem = append(mem, strings.Join(strings.Fields(l), " "))
+				}
+			}
+			t.Logf("render cost %s: read phase of 6 rendered revisions of 500 objects: min %s, median %s, max %s; recond after: %s",
+				mode.name, reads[0], reads[len(reads)/2], reads[len(reads)-1], strings.Join(mem, ", "))
+		})
+	}
+}

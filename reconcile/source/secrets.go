@@ -1,0 +1,636 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/kustomize/api/types"
+)
+
+// secretMaterial is what one render knows to be secret: the values of the
+// Secrets it read (under data, decoded too, and stringData), what its
+// secretGenerators are made of (literals, env files, files) and every value
+// of a file marked secret as a whole (markFile: a generator's source, a
+// decrypted document). An error of the render may quote none of it:
+// redact replaces what it finds, and the checks that know they are looking
+// at secret material (numbers, keys, generators) never quote it at all.
+// The zero value is ready to use; it is safe for concurrent use (kustomize
+// reads from its own goroutine).
+type secretMaterial struct {
+	mu     sync.Mutex
+	values map[string]struct{}
+	files  map[string]bool // repository-relative paths whose whole content is secret
+	// patches are the patch files that target a Secret: their data and
+	// stringData, or a JSON 6902 patch's values, are secret.
+	patches map[string]bool
+}
+
+// minRedact is the length from which a secret value is replaced wherever it
+// appears in an error; a shorter one only where it stands as a whole token
+// (between characters that are neither letters nor digits), so that a
+// one-letter value does not blank out every word of the message.
+const minRedact = 4
+
+// redacted stands for a secret value removed from an error.
+const redacted = "<redacted>"
+
+// markFile marks the file (a repository-relative path, or the label of a
+// render's output) as secret as a whole: every value read from it is
+// secret material, and a number in it is reported without its digits.
+// A SOPS-decrypted document is marked before its content is inspected.
+func (m *secretMaterial) markFile(file string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.files == nil {
+		m.files = map[string]bool{}
+	}
+	m.files[file] = true
+}
+
+// isSecretFile reports whether file was marked.
+func (m *secretMaterial) isSecretFile(file string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.files[file]
+}
+
+// markPatch marks file as a patch of a Secret.
+func (m *secretMaterial) markPatch(file string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.patches == nil {
+		m.patches = map[string]bool{}
+	}
+	m.patches[file] = true
+}
+
+func (m *secretMaterial) isPatch(file string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.patches[file]
+}
+
+// addText adds s, and each line of it, as secret values.
+func (m *secretMaterial) addText(s string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.addLocked(s)
+	if strings.ContainsAny(s, "\r\n") {
+		for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+			m.addLocked(line)
+		}
+	}
+}
+
+func (m *secretMaterial) addLocked(s string) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return
+	}
+	if m.values == nil {
+		m.values = map[string]struct{}{}
+	}
+	m.values[s] = struct{}{}
+	// As fmt's %q and JSON would quote it back.
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		m.values[q[1:len(q)-1]] = struct{}{}
+	}
+}
+
+// addGenerated adds a value a secretGenerator makes from a literal or a
+// file: as it is, and base64-encoded as kustomize writes it under data.
+func (m *secretMaterial) addGenerated(v string) {
+	m.addText(v)
+	m.addText(base64.StdEncoding.EncodeToString([]byte(v)))
+}
+
+// addSecretValue adds a value of a Secret found at field ("data.x",
+// "stringData.y"): a data value decoded from base64 too.
+func (m *secretMaterial) addSecretValue(field, v string) {
+	m.addText(v)
+	if strings.HasPrefix(field, "data.") {
+		if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v)); err == nil {
+			m.addText(string(b))
+		}
+	}
+}
+
+// addFile adds the content of a file kustomize or the plain reader read,
+// when it was marked secret as a whole (a generator's env file or file).
+func (m *secretMaterial) addFile(file string, data []byte) {
+	if !m.isSecretFile(file) {
+		return
+	}
+	m.addGenerated(string(data))
+	// An env file's values, after the first '='.
+	for _, line := range strings.Split(string(data), "\n") {
+		if _, v, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "="); ok {
+			m.addGenerated(v)
+		}
+	}
+}
+
+// addDocument adds the secret values of one parsed YAML document of file:
+// every scalar when file is marked, else those of a Secret's data and
+// stringData (and of its kubectl last-applied annotation).
+func (m *secretMaterial) addDocument(file string, doc *yaml.Node) {
+	root := docRoot(doc)
+	if root == nil {
+		return
+	}
+	if m.isSecretFile(file) {
+		m.addValues(root)
+		return
+	}
+	if m.isPatch(file) {
+		m.addPatch(root)
+		return
+	}
+	if scalar(mapValue(root, "kind")) == "List" || strings.HasSuffix(scalar(mapValue(root, "kind")), "List") {
+		if items := mapValue(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
+			for _, it := range items.Content {
+				m.addSecretNode(it)
+			}
+		}
+		return
+	}
+	m.addSecretNode(root)
+}
+
+func (m *secretMaterial) addSecretNode(n *yaml.Node) {
+	if scalar(mapValue(n, "kind")) == "Secret" {
+		m.addSecretFields(n)
+	}
+}
+
+// addPatch adds the values a patch of a Secret sets: a JSON 6902 patch's
+// values, or a strategic merge patch's data and stringData.
+func (m *secretMaterial) addPatch(n *yaml.Node) {
+	if n.Kind == yaml.SequenceNode {
+		for _, op := range n.Content {
+			m.addScalars(mapValue(op, "value"))
+		}
+		return
+	}
+	m.addSecretFields(n)
+}
+
+func (m *secretMaterial) addSecretFields(n *yaml.Node) {
+	for _, f := range []string{"data", "stringData"} {
+		d := mapValue(n, f)
+		if d == nil {
+			continue
+		}
+		if d.Kind != yaml.MappingNode {
+			m.addScalars(d)
+			continue
+		}
+		for i := 0; i+1 < len(d.Content); i += 2 {
+			v := d.Content[i+1]
+			if v.Kind == yaml.ScalarNode {
+				m.addSecretValue(f+"."+d.Content[i].Value, v.Value)
+			} else {
+				m.addScalars(v)
+			}
+		}
+	}
+	if a := mapValue(mapValue(n, "metadata"), "annotations"); a != nil {
+		m.addScalars(mapValue(a, "kubectl.kubernetes.io/last-applied-configuration"))
+	}
+}
+
+// addValues adds every value of the document root n of a file that is
+// secret as a whole, but an object's apiVersion, kind and metadata, which
+// name it (a decrypted document keeps them in clear).
+func (m *secretMaterial) addValues(n *yaml.Node) {
+	if n.Kind != yaml.MappingNode || mapValue(n, "kind") == nil {
+		m.addScalars(n)
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch n.Content[i].Value {
+		case "apiVersion", "kind", "metadata":
+		default:
+			m.addScalars(n.Content[i+1])
+		}
+	}
+}
+
+// addScalars adds every scalar value under n (map keys are names, not values).
+func (m *secretMaterial) addScalars(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		m.addText(n.Value)
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			m.addScalars(n.Content[i])
+		}
+	case yaml.SequenceNode, yaml.DocumentNode:
+		for _, c := range n.Content {
+			m.addScalars(c)
+		}
+	}
+}
+
+// addJSON adds the secret values of a JSON object (a Secret's data and
+// stringData, or all of it when file is marked).
+func (m *secretMaterial) addJSON(file string, v any) {
+	obj, _ := v.(map[string]any)
+	if m.isSecretFile(file) {
+		if obj == nil || obj["kind"] == nil {
+			m.addAny(v)
+			return
+		}
+		for k, e := range obj {
+			if k != "apiVersion" && k != "kind" && k != "metadata" {
+				m.addAny(e)
+			}
+		}
+		return
+	}
+	if m.isPatch(file) {
+		m.addJSONSecret(obj)
+		return
+	}
+	if items, ok := obj["items"].([]any); ok {
+		for _, it := range items {
+			m.addJSON(file, it)
+		}
+		return
+	}
+	if k, _ := obj["kind"].(string); k == "Secret" {
+		m.addJSONSecret(obj)
+	}
+}
+
+func (m *secretMaterial) addJSONSecret(obj map[string]any) {
+	for _, f := range []string{"data", "stringData"} {
+		d, ok := obj[f].(map[string]any)
+		if !ok {
+			m.addAny(obj[f])
+			continue
+		}
+		for k, v := range d {
+			if s, ok := v.(string); ok {
+				m.addSecretValue(f+"."+k, s)
+			} else {
+				m.addAny(v)
+			}
+		}
+	}
+}
+
+func (m *secretMaterial) addAny(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			m.addAny(e)
+		}
+	case []any:
+		for _, e := range v {
+			m.addAny(e)
+		}
+	case nil:
+	default:
+		m.addText(fmt.Sprint(v))
+	}
+}
+
+// redact returns err with every secret value it quotes replaced by
+// "<redacted>". Its structure is kept: a *ManifestError stays one (with
+// its File and Object), and errors.Is and errors.As still reach the causes
+// (a LimitError, a cancellation); only the text changes. Errors that are
+// safe by construction (cancellation, a *secretError) are returned as they
+// are.
+func (m *secretMaterial) redact(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var se *secretError
+	if errors.As(err, &se) {
+		return err
+	}
+	values := m.sorted()
+	if len(values) == 0 {
+		return err
+	}
+	var me *ManifestError
+	if errors.As(err, &me) && me == err {
+		msg := me.Err.Error()
+		out := redactString(msg, values)
+		obj := redactString(me.Object, values)
+		if out == msg && obj == me.Object {
+			return err
+		}
+		return &ManifestError{File: me.File, Object: obj, Err: &redactedError{msg: out, err: me.Err}}
+	}
+	msg := err.Error()
+	if out := redactString(msg, values); out != msg {
+		return &redactedError{msg: out, err: err}
+	}
+	return err
+}
+
+// sorted lists the values, longest first (so that a value inside another
+// does not leave the rest of the longer one behind).
+func (m *secretMaterial) sorted() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.values))
+	for v := range m.values {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if len(out[i]) != len(out[j]) {
+			return len(out[i]) > len(out[j])
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// redactString replaces each of values in s (sorted longest first).
+func redactString(s string, values []string) string {
+	for _, v := range values {
+		if !strings.Contains(s, v) {
+			continue
+		}
+		if len(v) >= minRedact {
+			s = strings.ReplaceAll(s, v, redacted)
+			continue
+		}
+		s = replaceTokens(s, v)
+	}
+	return s
+}
+
+// replaceTokens replaces v in s where it stands as a whole token.
+func replaceTokens(s, v string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, v)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		before, _ := utf8.DecodeLastRuneInString(s[:i])
+		after, _ := utf8.DecodeRuneInString(s[i+len(v):])
+		b.WriteString(s[:i])
+		if (i == 0 || !wordRune(before)) && (i+len(v) == len(s) || !wordRune(after)) {
+			b.WriteString(redacted)
+		} else {
+			b.WriteString(v)
+		}
+		s = s[i+len(v):]
+	}
+}
+
+func wordRune(r rune) bool {
+	return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80
+}
+
+// redactedError is an error whose text had secret values removed; it
+// unwraps to the original for errors.Is and errors.As, whose own text must
+// not be shown.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// secretError is an error about secret material written so as to name the
+// file, the object and the key, never a value: redact leaves it alone.
+type secretError struct{ msg string }
+
+func (e *secretError) Error() string { return e.msg }
+
+func secretErrorf(format string, args ...any) error {
+	return &secretError{msg: fmt.Sprintf(format, args...)}
+}
+
+// safeKey shows a Secret key that the API would refuse without what may
+// be a value in it: the key up to its first character that a key may not
+// hold ("DB_PASSWORD…" for a line written "DB_PASSWORD: Hunter2"), or
+// nothing when there is no such character (the whole text may be a value).
+func safeKey(k string) string {
+	for i, r := range k {
+		if !keyRune(r) {
+			if i == 0 {
+				return `(starts with a character a key may not hold)`
+			}
+			return strconv.Quote(k[:i] + "…")
+		}
+	}
+	return "(not shown)"
+}
+
+func keyRune(r rune) bool {
+	return r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+}
+
+// validKey reports whether k is a key the API server accepts in a Secret.
+func validKey(k string) bool { return len(validation.IsConfigMapKey(k)) == 0 }
+
+// keyRule is what a Secret key may be, for messages.
+const keyRule = "a Secret key is letters, digits, '-', '_' and '.'"
+
+// checkSecretKeys refuses a Secret (the YAML document root of file) whose
+// data or stringData has a key the API server would refuse, naming the
+// file, the object and as much of the key as cannot be a value: such a
+// key is often a value written the wrong way ("DB_PASSWORD: Hunter2" in
+// an env file), and the API server's error would quote it whole.
+func checkSecretKeys(file, object string, keys func(field string) []string) error {
+	for _, f := range []string{"data", "stringData"} {
+		for _, k := range keys(f) {
+			if !validKey(k) {
+				return &ManifestError{File: file, Object: object,
+					Err: secretErrorf("%s: key %s is not a valid Secret key (%s; the rest of the key is not shown, as it may hold a value)", f, safeKey(k), keyRule)}
+			}
+		}
+	}
+	return nil
+}
+
+// yamlSecretKeys returns the keys of field of the Secret n.
+func yamlSecretKeys(n *yaml.Node) func(string) []string {
+	return func(field string) []string {
+		d := mapValue(n, field)
+		if d == nil || d.Kind != yaml.MappingNode {
+			return nil
+		}
+		var out []string
+		for i := 0; i+1 < len(d.Content); i += 2 {
+			out = append(out, d.Content[i].Value)
+		}
+		return out
+	}
+}
+
+func jsonSecretKeys(obj map[string]any) func(string) []string {
+	return func(field string) []string {
+		d, _ := obj[field].(map[string]any)
+		out := make([]string, 0, len(d))
+		for k := range d {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+}
+
+// checkSecretSources checks what the kustomization file (in dir,
+// already unmarshalled and fixed into k) generates or patches into Secrets,
+// before kustomize runs, so that the mistakes kustomize or the API server
+// would quote a value back for fail here, naming the kustomization file,
+// the Secret and the entry: a secretGenerator literal that is not key=value
+// ("password:Hunter2"), a key a Secret may not hold (from a literal, an env
+// file line such as "DB_PASSWORD: Hunter2", or a file), an env file line
+// that is not UTF-8. It also gathers the secret material kustomize will
+// handle: every literal's value, and, marked secret as a whole for the rest
+// of the render, every env file and file of a secretGenerator and every
+// patch file that targets a Secret (an inline one's values are added).
+// The env files are read here, through the render's bounded file system
+// (and charged to its budget; kustomize reads them again).
+func (f *treeFS) checkSecretSources(file, dir string, k *types.Kustomization) error {
+	m := &f.b.secrets
+	resolved := func(entry string) string {
+		p := path.Join(dir, entry)
+		if n, err := f.r.resolve(p); err == nil {
+			return n.path
+		}
+		return p
+	}
+	for _, p := range k.Patches {
+		if p.Target == nil || p.Target.Kind != "Secret" {
+			if p.Patch == "" || !strings.Contains(p.Patch, "Secret") {
+				continue
+			}
+		}
+		if p.Path != "" {
+			m.markPatch(resolved(p.Path))
+		}
+		if p.Patch != "" {
+			m.addInline(p.Patch)
+		}
+	}
+	for _, p := range k.PatchesJson6902 {
+		if p.Target == nil || p.Target.Kind != "Secret" {
+			continue
+		}
+		if p.Path != "" {
+			m.markPatch(resolved(p.Path))
+		}
+		if p.Patch != "" {
+			m.addInline(p.Patch)
+		}
+	}
+	for _, g := range k.SecretGenerator {
+		object := ref("Secret", g.Name)
+		fail := func(format string, args ...any) error {
+			return &ManifestError{File: file, Object: object, Err: secretErrorf("secretGenerator: "+format, args...)}
+		}
+		for i, lit := range g.LiteralSources {
+			m.addText(lit)
+			key, v, ok := strings.Cut(lit, "=")
+			if ok {
+				m.addGenerated(v)
+				if l := len(v); l >= 2 && (v[0] == '"' || v[0] == '\'') && v[l-1] == v[0] {
+					m.addGenerated(v[1 : l-1])
+				}
+			}
+			switch {
+			case !ok:
+				return fail("literals[%d] %s is not key=value (write KEY=value; the rest of the literal is not shown, as it may hold a value)", i, safeKey(lit))
+			case key == "":
+				return fail("literals[%d] has an empty key (write KEY=value)", i)
+			case !validKey(key):
+				return fail("literals[%d]: key %s is not a valid Secret key (%s; the rest is not shown)", i, safeKey(key), keyRule)
+			}
+		}
+		for i, src := range g.FileSources {
+			key, p, hasKey := strings.Cut(src, "=")
+			if !hasKey {
+				key, p = path.Base(src), src
+			}
+			m.markFile(resolved(p))
+			if !validKey(key) {
+				return fail("files[%d]: key %s is not a valid Secret key (%s; write KEY=path)", i, safeKey(key), keyRule)
+			}
+		}
+		for _, src := range g.EnvSources {
+			n, err := f.r.resolve(path.Join(dir, src))
+			if err != nil || n.file == nil {
+				continue // checkKustomizations or kustomize says what is wrong
+			}
+			m.markFile(n.path)
+			data, err := f.read(n)
+			if err != nil {
+				return err
+			}
+			if err := checkEnvFile(data, func(line int, format string, args ...any) error {
+				return fail("envs %s line %d: "+format, append([]any{src, line}, args...)...)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addInline adds the values an inline patch of a Secret sets (YAML or JSON).
+func (m *secretMaterial) addInline(patch string) {
+	dec := yaml.NewDecoder(strings.NewReader(patch))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			return
+		}
+		if root := docRoot(&n); root != nil {
+			m.addPatch(root)
+		}
+	}
+}
+
+// checkEnvFile checks the lines of an env file as kustomize reads them:
+// KEY=value, or a key alone; blank lines and lines starting with '#' are
+// skipped.
+func checkEnvFile(data []byte, fail func(line int, format string, args ...any) error) error {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), len(data)+1)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if n == 1 {
+			line = bytes.TrimPrefix(line, []byte{0xEF, 0xBB, 0xBF})
+		}
+		if !utf8.Valid(line) {
+			return fail(n, "not valid UTF-8 (the line is not shown)")
+		}
+		s := strings.TrimLeft(string(line), " \t\r\n\v\f")
+		if s == "" || s[0] == '#' {
+			continue
+		}
+		k, _, _ := strings.Cut(s, "=")
+		if !validKey(k) {
+			return fail(n, "key %s is not a valid Secret key (%s; write KEY=value; the rest of the line is not shown, as it may hold a value)", safeKey(k), keyRule)
+		}
+	}
+	return sc.Err()
+}
+

@@ -1,0 +1,310 @@
+package source
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"testing"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// randomValue is a secret value no message can contain by chance.
+func randomValue(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "v" + hex.EncodeToString(b)
+}
+
+// randomDigits is a 30-digit number (outside int64) no message can contain
+// by chance.
+func randomDigits(t *testing.T) string {
+	t.Helper()
+	n, err := rand.Int(rand.Reader, new(big.Int).Exp(big.NewInt(10), big.NewInt(29), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "9" + fmt.Sprintf("%029s", n.String())
+}
+
+// renderings are every way an error is turned into text.
+func renderings(err error) string {
+	return err.Error() + fmt.Sprintf("\n%v\n%+v\n%#v\n%q", err, err, err, err)
+}
+
+// A Git author's typos in a Secret, a secretGenerator, or a value a
+// kustomize error would quote: the render fails naming the file, the object
+// and the key, and no rendering of the error holds the value, raw or
+// base64.
+func TestRenderErrorsNeverQuoteSecretValues(t *testing.T) {
+	v := randomValue(t)
+	digits := randomDigits(t)
+	secret := func(body string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n" + body
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte(v))
+	tests := []struct {
+		name   string
+		files  map[string]string
+		values []string // must not appear (v and its base64 always checked)
+		says   []string // must appear
+	}{{
+		name: "secretGenerator literal without =",
+		files: map[string]string{"kustomization.yaml": "secretGenerator:\n- name: db\n  literals:\n  - user=admin-" + v +
+			"\n  - password:" + v + "\n"},
+		says: []string{"kustomization.yaml", "Secret/db", "literals[1]", `"password…"`, "not key=value"},
+	}, {
+		name:  "secretGenerator literal key that a Secret may not hold",
+		files: map[string]string{"kustomization.yaml": "secretGenerator:\n- name: db\n  literals:\n  - db password=" + v + "\n"},
+		says:  []string{"kustomization.yaml", "Secret/db", "literals[0]", `"db…"`, "not a valid Secret key"},
+	}, {
+		name: "env file line written with a colon",
+		files: map[string]string{
+			"kustomization.yaml": "secretGenerator:\n- name: db\n  envs:\n  - db.env\n",
+			"db.env":             "# credentials\nDB_USER=admin\nDB_PASSWORD: " + v + "\n",
+		},
+		says: []string{"kustomization.yaml", "Secret/db", "envs db.env line 3", `"DB_PASSWORD…"`, "not a valid Secret key"},
+	}, {
+		name: "env file line that is not UTF-8",
+		files: map[string]string{
+			"kustomization.yaml": "secretGenerator:\n- name: db\n  env: db.env\n",
+			"db.env":             "DB_PASSWORD=" + v + "\xff\n",
+		},
+		says: []string{"kustomization.yaml", "Secret/db", "envs db.env line 1", "not valid UTF-8"},
+	}, {
+		name:   "unquoted long number in stringData",
+		files:  map[string]string{"secret.yaml": secret("stringData:\n  pin: " + digits + "\n")},
+		values: []string{digits},
+		says:   []string{"secret.yaml", "Secret/db", "stringData.pin: number", "not shown"},
+	}, {
+		name:   "unquoted long number in stringData, JSON",
+		files:  map[string]string{"secret.json": `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"}, "stringData": {"pin": ` + digits + `}}`},
+		values: []string{digits},
+		says:   []string{"secret.json", "Secret/db", "stringData.pin: number"},
+	}, {
+		name:   "unquoted long number in stringData, in a List",
+		files:  map[string]string{"list.yaml": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: db}\n  stringData: {pin: " + digits + "}\n"},
+		values: []string{digits},
+		says:   []string{"list.yaml", "Secret/db", "stringData.pin: number"},
+	}, {
+		name: "unquoted long number in stringData, through kustomize",
+		files: map[string]string{
+			"kustomization.yaml": kust("secret.yaml"),
+			"secret.yaml":        secret("stringData:\n  pin: " + digits + "\n"),
+		},
+		values: []string{digits},
+		says:   []string{"secret.yaml", "Secret/db", "stringData.pin: number"},
+	}, {
+		name: "long number in a secretGenerator's file",
+		files: map[string]string{
+			"kustomization.yaml": "secretGenerator:\n- name: db\n  files:\n  - conf.yaml\n",
+			"conf.yaml":          "apiVersion: example.com/v1\nkind: Conf\npin: " + digits + "\n",
+		},
+		values: []string{digits},
+		says:   []string{"conf.yaml", "pin: number"},
+	}, {
+		name:  "Secret key that holds a value",
+		files: map[string]string{"secret.yaml": secret("stringData:\n  \"DB_PASSWORD: " + v + "\": x\n")},
+		says:  []string{"secret.yaml", "Secret/db", "stringData: key", `"DB_PASSWORD…"`},
+	}, {
+		name:  "data key that holds a value",
+		files: map[string]string{"secret.yaml": secret("data:\n  \"PIN " + v + "\": " + b64 + "\n")},
+		says:  []string{"secret.yaml", "Secret/db", "data: key", `"PIN…"`, "not a valid Secret key"},
+	}, {
+		// kustomize's own error quotes the node it could not descend into:
+		// the value of the Secret, removed from the text.
+		name: "kustomize error that quotes a value",
+		files: map[string]string{
+			"kustomization.yaml": kust("secret.yaml") + "replacements:\n- source: {kind: Secret, name: db, fieldPath: stringData.password}\n" +
+				"  targets:\n  - select: {kind: Secret, name: db}\n    fieldPaths: [stringData.password.x]\n",
+			"secret.yaml": secret("stringData:\n  password: " + v + "\n"),
+		},
+		says: []string{"kustomize build", "stringData.password.x", "<redacted>"},
+	}, {
+		name: "kustomize error that quotes a data value",
+		files: map[string]string{
+			"kustomization.yaml": kust("secret.yaml") + "replacements:\n- source: {kind: Secret, name: db, fieldPath: data.password}\n" +
+				"  targets:\n  - select: {kind: Secret, name: db}\n    fieldPaths: [data.password.x]\n",
+			"secret.yaml": secret("data:\n  password: " + b64 + "\n"),
+		},
+		says: []string{"kustomize build", "data.password.x", "<redacted>"},
+	}, {
+		name: "kustomize error that quotes a generated value",
+		files: map[string]string{
+			"kustomization.yaml": "secretGenerator:\n- name: db\n  literals:\n  - password=" + v + "\nreplacements:\n- source: {kind: Secret, name: db, fieldPath: data.password}\n" +
+				"  targets:\n  - select: {kind: Secret}\n    fieldPaths: [data.password.x]\n",
+		},
+		says: []string{"kustomize build", "data.password.x"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sha := newTestRepo(t, dir).commit(tt.files)
+			_, err := mustNew(t, Config{URL: dir}).Render(context.Background(), sha)
+			if err == nil {
+				t.Fatal("Render succeeded, want an error")
+			}
+			var me *ManifestError
+			if !errors.As(err, &me) {
+				t.Errorf("error %v is not a *ManifestError", err)
+			}
+			text := renderings(err)
+			for _, s := range tt.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+			for _, value := range append(tt.values, v, b64) {
+				if strings.Contains(text, value) {
+					t.Errorf("error quotes the secret value %q:\n%s", value, text)
+				}
+			}
+		})
+	}
+}
+
+// A document that is secret as a whole (what a decrypted SOPS file will
+// be) is marked before it is inspected: its numbers are reported without
+// their digits, and any error of the render loses its values.
+func TestMarkedDocumentIsSecretMaterial(t *testing.T) {
+	v := randomValue(t)
+	digits := randomDigits(t)
+	doc := "apiVersion: example.com/v1\nkind: Conf\nmetadata:\n  name: c\nspec:\n  token: " + v + "\n  pin: " + digits + "\n"
+	b := &budget{lim: DefaultLimits}
+	b.secrets.markFile("conf.yaml")
+	err := b.inspect("conf.yaml", []byte(doc), true)
+	if err == nil || !strings.Contains(err.Error(), "spec.pin: number") {
+		t.Fatalf("inspect error = %v, want spec.pin's number refused", err)
+	}
+	if strings.Contains(renderings(err), digits) {
+		t.Errorf("error quotes the number of a secret document: %v", err)
+	}
+	// What another check would have said, quoting the document.
+	leaky := &ManifestError{File: "conf.yaml", Object: "Conf/c", Err: fmt.Errorf("spec.token: %q is not valid", v)}
+	safe := b.safe(leaky)
+	if strings.Contains(renderings(safe), v) {
+		t.Errorf("safe(%v) = %v, still quoting the value", leaky, safe)
+	}
+	var me *ManifestError
+	if !errors.As(safe, &me) || me.File != "conf.yaml" || me.Object != "Conf/c" {
+		t.Errorf("safe(...) = %#v, want the *ManifestError kept", safe)
+	}
+	// Unmarked, the same document is not secret material.
+	plain := &budget{lim: DefaultLimits}
+	err = plain.inspect("conf.yaml", []byte(doc), true)
+	if err == nil || !strings.Contains(err.Error(), digits) {
+		t.Errorf("unmarked: error = %v, want the number quoted", err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	var m secretMaterial
+	for _, v := range []string{"Hunter2", "ab", "line one\nline two", "quo\"te"} {
+		m.addText(v)
+	}
+	limit := &LimitError{Limit: LimitBytes, Value: 2, Max: 1}
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{errors.New("invalid literal source password:Hunter2, expected key=value"), "invalid literal source password:<redacted>, expected key=value"},
+		// A short value only as a whole token.
+		{errors.New("ab, abc, (ab) cab"), "<redacted>, abc, (<redacted>) cab"},
+		{errors.New(`near "line two" and "quo\"te"`), `near "<redacted>" and "<redacted>"`},
+		{errors.New("nothing secret"), "nothing secret"},
+		{&ManifestError{File: "f.yaml", Object: "Secret/Hunter2", Err: fmt.Errorf("x Hunter2: %w", limit)}, "f.yaml: Secret/<redacted>: x <redacted>: bytes limit exceeded: 2 > 1 (raise  if this is intended)"},
+		{context.Canceled, "context canceled"},
+		{nil, ""},
+	}
+	for _, tt := range tests {
+		got := m.redact(tt.err)
+		if got == nil {
+			if tt.err != nil {
+				t.Errorf("redact(%v) = nil", tt.err)
+			}
+			continue
+		}
+		if got.Error() != tt.want {
+			t.Errorf("redact(%q) = %q, want %q", tt.err, got, tt.want)
+		}
+		want := tt.err
+		if me, ok := tt.err.(*ManifestError); ok {
+			// Rebuilt, so that no *ManifestError in the chain has the old text.
+			want = me.Err
+		}
+		if !errors.Is(got, want) {
+			t.Errorf("redact(%v) does not wrap the original", tt.err)
+		}
+	}
+	var le *LimitError
+	if !errors.As(m.redact(tests[4].err), &le) {
+		t.Error("redact lost the *LimitError")
+	}
+	// An error made safe by construction is left as it is.
+	se := secretErrorf("key %s", "Hunter2")
+	if got := m.redact(se); got != se {
+		t.Errorf("redact(secretError) = %v", got)
+	}
+}
+
+// Every Secret value of the render is material, whatever file it came
+// from: plain, in a List, in data (decoded too), in a patch of a Secret.
+func TestSecretMaterialGathered(t *testing.T) {
+	var m secretMaterial
+	add := func(file, text string) {
+		dec := yaml.NewDecoder(strings.NewReader(text))
+		for {
+			var n yaml.Node
+			if dec.Decode(&n) != nil {
+				return
+			}
+			m.addDocument(file, &n)
+		}
+	}
+	add("s.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: a\nstringData:\n  k: plain-value\ndata:\n  d: "+base64.StdEncoding.EncodeToString([]byte("decoded-value"))+"\n")
+	add("l.yaml", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: b}, stringData: {k: listed-value}}\n")
+	add("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: not-secret\n")
+	m.markPatch("p.yaml")
+	add("p.yaml", "- op: replace\n  path: /stringData/k\n  value: patched-value\n")
+	m.addInline("stringData:\n  k: inline-value\n")
+	for _, v := range []string{"plain-value", "decoded-value", "listed-value", "patched-value", "inline-value"} {
+		if _, ok := m.values[v]; !ok {
+			t.Errorf("%q is not secret material", v)
+		}
+	}
+	for _, v := range []string{"not-secret", "Secret", "replace", "/stringData/k", "v1"} {
+		if _, ok := m.values[v]; ok {
+			t.Errorf("%q is secret material, and would be removed from every error", v)
+		}
+	}
+}
+
+// The number check itself never quotes a Secret's value (whatever redact
+// does afterwards): data, stringData and annotations of a Secret.
+func TestNumberErrorHidesSecretValues(t *testing.T) {
+	digits := randomDigits(t)
+	for _, doc := range []string{
+		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  pin: " + digits + "\n",
+		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  pin: " + digits + "\n",
+		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  annotations:\n    a: " + digits + "\n",
+		`{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"}, "stringData": {"pin": ` + digits + `}}`,
+	} {
+		b := &budget{lim: DefaultLimits}
+		err := b.inspect("s.yaml", []byte(doc), true)
+		if err == nil || !strings.Contains(err.Error(), "Secret/db") || !strings.Contains(err.Error(), "not shown") {
+			t.Errorf("inspect(%q) = %v, want the number refused without its digits", doc, err)
+			continue
+		}
+		if strings.Contains(renderings(err), digits) {
+			t.Errorf("inspect(%q) = %v, quoting the value", doc, err)
+		}
+	}
+}

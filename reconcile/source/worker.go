@@ -1,0 +1,445 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Worker runs kustomize in a process of its own: a render that computes
+// for ever, or grows without end, cannot hold the long-lived process's CPU,
+// memory or locks. The process is the binary at Path (recond's own,
+// re-executed), which must call RunWorkerIfAsked first thing in main. It
+// reads the commit's tree from the repository on disk (the local
+// repository, or the bare clone), read-only, under the same sealed file
+// system and Limits as an in-process render, and writes kustomize's output
+// back on a pipe. It runs:
+//
+//   - with an address-space limit of MaxMemory on top of what it has
+//     mapped when it starts (and GOMEMLIMIT), so that a render that grows
+//     past it fails with a LimitError of LimitMemory, and with an OOM score
+//     of 1000, so that the kernel's OOM killer takes it before recond;
+//   - with no file it may write (RLIMIT_FSIZE 0), no core dump, and a CPU
+//     time limit a little over the render's deadline, as a backstop;
+//   - in a network namespace of its own (no interface but a loopback that
+//     is down), where the platform allows one (root, or unprivileged user
+//     namespaces); where it does not, without one, said once in the log;
+//   - with an environment of its own (nothing of recond's: no tokens, no
+//     OTLP endpoint), killed (SIGKILL) when the render's context is done
+//     and when recond itself dies (PR_SET_PDEATHSIG).
+//
+// A render stopped by its context returns an error that wraps
+// ErrRenderKilled and the context's error.
+type Worker struct {
+	// Path is the executable (os.Executable() of recond).
+	Path string
+	// MaxMemory caps the worker's memory, in bytes (--render-max-memory);
+	// 0 is DefaultWorkerMemory.
+	MaxMemory int64
+	// Log, when set, receives a warning when the worker cannot have a
+	// network namespace of its own (once per Worker).
+	Log *slog.Logger
+
+	once    sync.Once
+	noNetNS bool // the platform refused a new network namespace
+}
+
+// DefaultWorkerMemory is the memory a render worker may use when
+// Worker.MaxMemory is 0.
+const DefaultWorkerMemory = 1 << 30
+
+// ErrRenderKilled is wrapped by the error of a render whose worker was
+// killed because the render's context ended (its deadline, or a stop).
+var ErrRenderKilled = errors.New("render stopped: its worker process was killed")
+
+// workerEnv marks the process as a render worker; RunWorkerIfAsked looks
+// for it. The leading underscore keeps it apart from the RECOND_<FLAG>
+// variables.
+const workerEnv = "_RECOND_RENDER_WORKER"
+
+// workerRequest is what the worker is asked to render.
+type workerRequest struct {
+	Repo      string `json:"repo"`  // the repository's directory
+	Local     bool   `json:"local"` // a local repository (else a bare clone)
+	SHA       string `json:"sha"`
+	Dir       string `json:"dir"`
+	Limits    Limits `json:"limits"`
+	MaxMemory int64  `json:"maxMemory"`
+	CPU       int64  `json:"cpuSeconds"` // RLIMIT_CPU; 0 for none
+}
+
+// workerHeader is the first line of the worker's answer; Len bytes of
+// kustomize's YAML output follow it when Err is nil.
+type workerHeader struct {
+	Err *wireError `json:"err,omitempty"`
+	Len int64      `json:"len"`
+}
+
+// wireError carries a render error across the pipe with what callers ask
+// of it: a *ManifestError's file and object, a *LimitError, and whether
+// it is the clone failing to read an object.
+type wireError struct {
+	File      string      `json:"file,omitempty"`
+	Object    string      `json:"object,omitempty"`
+	Msg       string      `json:"msg"`
+	Limit     *LimitError `json:"limit,omitempty"`
+	Manifest  bool        `json:"manifest,omitempty"`
+	ReadFault bool        `json:"readFault,omitempty"`
+}
+
+func toWire(err error) *wireError {
+	w := &wireError{Msg: err.Error(), ReadFault: readFault(err)}
+	var me *ManifestError
+	if errors.As(err, &me) {
+		w.Manifest, w.File, w.Object, w.Msg = true, me.File, me.Object, me.Err.Error()
+	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		w.Limit = le
+	}
+	return w
+}
+
+func (w *wireError) err() error {
+	var err error = errors.New(w.Msg)
+	switch {
+	case w.Limit != nil:
+		err = w.Limit
+	case w.ReadFault:
+		err = &objectReadError{err}
+	}
+	if w.Manifest {
+		return &ManifestError{File: w.File, Object: w.Object, Err: err}
+	}
+	return err
+}
+
+// RunWorkerIfAsked serves one render and exits when the process was
+// started as a render worker; otherwise it returns at once. Call it first
+// thing in main (and in TestMain of tests that render through a Worker).
+func RunWorkerIfAsked() {
+	if os.Getenv(workerEnv) != "1" {
+		return
+	}
+	os.Exit(serveWorker(os.Stdin, os.Stdout, os.Stderr))
+}
+
+func serveWorker(in io.Reader, out, diag io.Writer) int {
+	var req workerRequest
+	if err := json.NewDecoder(io.LimitReader(in, 1<<20)).Decode(&req); err != nil {
+		fmt.Fprintf(diag, "render worker: read the request: %v\n", err)
+		return 2
+	}
+	if err := limitSelf(req); err != nil {
+		fmt.Fprintf(diag, "render worker: %v\n", err)
+		return 2
+	}
+	s := &Source{kind: kindHTTP, cache: req.Repo, dir: req.Dir, cfg: Config{Limits: req.Limits}}
+	if req.Local {
+		s.kind, s.local = kindLocal, req.Repo
+	}
+	b := &budget{lim: req.Limits.withDefaults()}
+	yaml, err := func() ([]byte, error) {
+		_, root, _, err := s.tree(req.SHA)
+		if err != nil {
+			return nil, err
+		}
+		return kustomizeBuild(context.Background(), root, req.Dir, b)
+	}()
+	w := bufio.NewWriter(out)
+	h := workerHeader{Len: int64(len(yaml))}
+	if err != nil {
+		h = workerHeader{Err: toWire(err)}
+	}
+	line, _ := json.Marshal(h)
+	w.Write(append(line, '\n'))
+	if err == nil {
+		w.Write(yaml)
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintf(diag, "render worker: write the answer: %v\n", err)
+		return 2
+	}
+	return 0
+}
+
+// limitSelf sets the worker's own limits before it reads the repository.
+func limitSelf(req workerRequest) error {
+	// The kernel's OOM killer takes the worker before recond.
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
+	mem := req.MaxMemory
+	if mem <= 0 {
+		mem = DefaultWorkerMemory
+	}
+	size, err := vmSize()
+	if err != nil {
+		return err
+	}
+	limits := []struct {
+		res int
+		val uint64
+	}{
+		{unix.RLIMIT_AS, size + uint64(mem)},
+		{unix.RLIMIT_FSIZE, 0},
+		{unix.RLIMIT_CORE, 0},
+	}
+	if req.CPU > 0 {
+		limits = append(limits, struct {
+			res int
+			val uint64
+		}{unix.RLIMIT_CPU, uint64(req.CPU)})
+	}
+	for _, l := range limits {
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.val, Max: l.val}); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", l.res, err)
+		}
+	}
+	return nil
+}
+
+// vmSize is the process's address space now, in bytes.
+func vmSize() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmSize:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmSize in /proc/self/status")
+}
+
+// kustomizeInWorker builds the kustomization at s.dir in a worker process
+// and returns its YAML output.
+func (s *Source) kustomizeInWorker(ctx context.Context, sha string, lim Limits) ([]byte, error) {
+	w := s.cfg.Worker
+	label := kustomizeLabel(s.dir)
+	mem := w.MaxMemory
+	if mem <= 0 {
+		mem = DefaultWorkerMemory
+	}
+	req := workerRequest{Repo: s.cache, SHA: sha, Dir: s.dir, Limits: lim, MaxMemory: mem}
+	if s.kind == kindLocal {
+		req.Repo, req.Local = s.local, true
+	}
+	if d, ok := ctx.Deadline(); ok {
+		// A backstop only: the worker is killed at the deadline.
+		req.CPU = int64(math.Ceil(time.Until(d).Seconds())) + 5
+	}
+	body, _ := json.Marshal(req)
+
+	// PR_SET_PDEATHSIG fires when the thread that started the worker ends,
+	// not the process: keep this goroutine on its thread until the worker
+	// is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	cmd, stdout, stderr, err := w.start(body, mem)
+	if err != nil {
+		return nil, fmt.Errorf("start the render worker %s: %w", w.Path, err)
+	}
+	type answer struct {
+		out []byte
+		err error
+	}
+	read := make(chan answer, 1)
+	go func() {
+		out, err := readAnswer(stdout, lim.withDefaults().MaxBytes, label)
+		read <- answer{out, err}
+	}()
+	var ans answer
+	select {
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("%w after %s: %w", ErrRenderKilled, time.Since(start).Round(time.Millisecond), ctx.Err())
+	case ans = <-read:
+	}
+	if ans.err == nil || errors.Is(ans.err, errNoAnswer) {
+		// The answer was read whole (or there was none): wait for the exit.
+		werr := cmd.Wait()
+		if ans.err == nil {
+			return ans.out, nil
+		}
+		return nil, workerDied(werr, stderr.String(), mem, label)
+	}
+	// A malformed or oversized answer: the worker has no more to say.
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return nil, ans.err
+}
+
+// start starts the worker with the request body on its stdin.
+func (w *Worker) start(body []byte, mem int64) (*exec.Cmd, io.ReadCloser, *headBuffer, error) {
+	for {
+		cmd := exec.Command(w.Path)
+		// An environment of its own: nothing of recond's reaches it.
+		cmd.Env = []string{workerEnv + "=1", "GOMEMLIMIT=" + strconv.FormatInt(mem/4*3, 10), "GOTRACEBACK=none"}
+		cmd.Stdin = bytes.NewReader(body)
+		stderr := &headBuffer{max: 16 << 10}
+		cmd.Stderr = stderr
+		cmd.WaitDelay = time.Second
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		isolated := !w.noNetNS
+		if isolated {
+			attr.Cloneflags = syscall.CLONE_NEWNET
+			if os.Geteuid() != 0 {
+				uid, gid := os.Getuid(), os.Getgid()
+				attr.Cloneflags |= syscall.CLONE_NEWUSER
+				attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+				attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+			}
+		}
+		cmd.SysProcAttr = attr
+		err = cmd.Start()
+		if err != nil && isolated && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) ||
+			errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EUSERS)) {
+			w.once.Do(func() {
+				w.noNetNS = true
+				if w.Log != nil {
+					w.Log.Warn("the render worker runs without a network namespace of its own: the platform refused one "+
+						"(kustomize is sealed in code all the same)", "error", err.Error())
+				}
+			})
+			continue
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return cmd, stdout, stderr, nil
+	}
+}
+
+// errNoAnswer is a worker that closed its output without an answer: it
+// died; how is in its exit status.
+var errNoAnswer = errors.New("no answer")
+
+// readAnswer reads the worker's header line and output, refusing an
+// output over maxBytes.
+func readAnswer(r io.Reader, maxBytes int64, label string) ([]byte, error) {
+	br := bufio.NewReader(io.LimitReader(r, maxBytes+(1<<20)))
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errNoAnswer
+		}
+		return nil, fmt.Errorf("read the render worker's answer: %w", err)
+	}
+	var h workerHeader
+	if err := json.Unmarshal(line, &h); err != nil {
+		return nil, fmt.Errorf("read the render worker's answer: %w", err)
+	}
+	if h.Err != nil {
+		return nil, h.Err.err()
+	}
+	if h.Len < 0 || h.Len > maxBytes {
+		return nil, newLimitError(LimitBytes, h.Len, maxBytes, label)
+	}
+	out := make([]byte, h.Len)
+	if _, err := io.ReadFull(br, out); err != nil {
+		return nil, fmt.Errorf("read the render worker's answer: %w", err)
+	}
+	return out, nil
+}
+
+// workerDied explains a worker that exited without an answer. Running out
+// of its memory is a LimitError; any other death while rendering the
+// commit (a stack overflow, a fatal runtime error) is the commit's, since
+// the same commit would do it again.
+func workerDied(werr error, stderr string, mem int64, label string) error {
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) {
+		if werr == nil {
+			werr = errors.New("it exited without an answer")
+		}
+		return fmt.Errorf("render worker: %w", werr)
+	}
+	first := causeLine(stderr)
+	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
+		strings.Contains(stderr, "failed to allocate") {
+		return newLimitError(LimitMemory, mem+1, mem, label)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		switch ws.Signal() {
+		case syscall.SIGXCPU:
+			return &ManifestError{File: label, Err: errors.New("the render worker ran out of CPU time (its deadline's backstop)")}
+		case syscall.SIGKILL:
+			// Not recond (it kills only once ctx is done): the kernel's
+			// OOM killer, which takes the worker first (OOM score 1000).
+			return &ManifestError{File: label, Err: fmt.Errorf("the render worker was killed (SIGKILL), most likely by the kernel "+
+				"for want of memory: the container's memory limit is lower than %s (%d) allows", limitFlags[LimitMemory], mem)}
+		}
+	}
+	if strings.HasPrefix(first, "render worker:") {
+		// The worker's own setup failed: not the commit's fault.
+		return errors.New(first)
+	}
+	if first == "" {
+		first = ee.Error()
+	}
+	return &ManifestError{File: label, Err: fmt.Errorf("the render worker crashed: %s", first)}
+}
+
+// causeLine is the line of the worker's standard error that says why it
+// died: its own, or the Go runtime's; else the last one (kustomize writes
+// warnings there too).
+func causeLine(s string) string {
+	var last string
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(l)
+		for _, p := range []string{"render worker:", "fatal error:", "panic:", "runtime:"} {
+			if strings.HasPrefix(l, p) {
+				return l
+			}
+		}
+		if l != "" && !strings.HasPrefix(l, "# Warning") {
+			last = l
+		}
+	}
+	return last
+}
+
+// headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (t *headBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := t.max - t.buf.Len(); room > 0 {
+		t.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (t *headBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.String()
+}

@@ -1,0 +1,55 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// BenchmarkKustomizeRender renders an overlay of n ConfigMaps and n
+// Deployments (a base, a name prefix, labels and one patch per kind)
+// in-process and in a worker process: the worker's cost per revision is
+// its start (exec, the runtime, reading the clone) and the pipe.
+//
+//	go test -run XXX -bench KustomizeRender -benchtime 20x ./reconcile/source/
+func BenchmarkKustomizeRender(b *testing.B) {
+	for _, n := range []int{3, 250} {
+		var base strings.Builder
+		for i := range n {
+			fmt.Fprintf(&base, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c%d\ndata:\n  k: v\n", i)
+			fmt.Fprintf(&base, "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d%d\nspec:\n  selector:\n    matchLabels: {app: d%d}\n  template:\n    metadata:\n      labels: {app: d%d}\n    spec:\n      containers:\n      - name: c\n        image: nginx:1.27\n", i, i, i)
+		}
+		files := map[string]string{
+			"base/kustomization.yaml": "resources:\n- all.yaml\n",
+			"base/all.yaml":           base.String(),
+			"app/kustomization.yaml": "resources:\n- ../base\nnamePrefix: team-\nlabels:\n- pairs: {team: a}\npatches:\n" +
+				"- target: {kind: Deployment}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/replicas\", \"value\": 2}]'\n" +
+				"- target: {kind: ConfigMap}\n  patch: '[{\"op\": \"add\", \"path\": \"/data/extra\", \"value\": \"x\"}]'\n",
+		}
+		dir := b.TempDir()
+		sha := newTestRepo(b, dir).commit(files)
+		for _, worker := range []bool{false, true} {
+			name := fmt.Sprintf("objects=%d/in-process", 2*n)
+			cfg := Config{URL: dir, Path: "app"}
+			if worker {
+				name = fmt.Sprintf("objects=%d/worker", 2*n)
+				exe, _ := os.Executable()
+				cfg.Worker = &Worker{Path: exe}
+			}
+			s, err := New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					ms, err := s.Render(context.Background(), sha)
+					if err != nil || len(ms) != 2*n {
+						b.Fatalf("Render = %d objects, %v", len(ms), err)
+					}
+				}
+			})
+		}
+	}
+}
