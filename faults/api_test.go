@@ -408,9 +408,9 @@ func TestFaultAPIWatchStall(t *testing.T) {
 	// the first tick that starts once the cache is older than
 	// --watch-stale-after heals: every tick before the healing one started
 	// by on + staleAfter (a busy machine only starts them later, and a
-	// later one heals). In ticks: one asked for before the stall (by the
-	// first sync's own events), the interval ticks within stale-after, and
-	// the healing one.
+	// later one heals). In ticks: one in flight or asked for before the
+	// stall, the interval ticks within stale-after (two, when a busy
+	// machine delays the last event), and the healing one.
 	heals := func(tk Tick) bool { return Succeeded(tk) && tk.Num("healed") > 0 }
 	healed := r.WaitTick(minWait, last, heals)
 	for _, tk := range r.Ticks() {

@@ -184,6 +184,17 @@ func (r *Reconciler) liveInventory(ctx context.Context) (*unstructured.Unstructu
 	return nil, nil
 }
 
+// inventoryIsOwnWrite reports whether the live inventory (from the watch
+// cache) is the version recond last wrote or read.
+func (r *Reconciler) inventoryIsOwnWrite() bool {
+	mem, stale := r.inventoryState()
+	if mem == nil || stale {
+		return false
+	}
+	cm, err := r.liveInventory(context.Background())
+	return err == nil && sameInventory(cm, mem)
+}
+
 // getInventory GETs the inventory ConfigMap from the API server; nil when
 // it does not exist.
 func (r *Reconciler) getInventory(ctx context.Context) (*unstructured.Unstructured, error) {

@@ -143,7 +143,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		SSHKeyFile: o.gitSSHKeyFile, KnownHostsFile: o.gitKnownHostsFile,
 		InsecureSkipHostKeyCheck: o.insecureSkipHostKeyCheck,
 		Limits:                   o.limits, VerifyCommits: o.verifyCommits, TrustedKeysFile: o.trustedKeysFile,
-		Worker:                   worker,
+		Worker: worker,
 	})
 	if err != nil {
 		return nil, err

@@ -14,11 +14,17 @@ import (
 	"time"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/reconcile/source"
 )
 
 var cp *testenv.ControlPlane
 
-func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, &cp)) }
+// TestMain lets the test binary serve as the render worker of the runs it
+// starts (recond re-executes its own binary, here the test binary).
+func TestMain(m *testing.M) {
+	source.RunWorkerIfAsked()
+	os.Exit(testenv.RunTests(m, &cp))
+}
 
 const cmYAML = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: v\n"
 

@@ -184,7 +184,7 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryR
 	}
 	out, err := ri.Apply(ctx, obj.GetName(), obj, opts)
 	if err != nil {
-		if se := secretSafe("apply", obj, err); false && se != err {
+		if se := secretSafe("apply", obj, err); se != err {
 			return nil, se // never the server's message about a Secret
 		}
 		return nil, fmt.Errorf("apply %s/%s: %w", obj.GetKind(), obj.GetName(), err)
