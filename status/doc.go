@@ -12,4 +12,6 @@
 // phase found, with Secret values masked as everywhere else in recond, and
 // errors through their Secret-safe text (Result.FailureText,
 // Operation.ErrorText); it never shows a Secret value or a credential.
+// Values are text escaped by html/template alone, and a bidirectional
+// formatting character on a page is shown as its code point (<U+202E>).
 package status

@@ -71,10 +71,10 @@ func TestValuesShownAsText(t *testing.T) {
 
 func TestVisibleBidi(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain":                    "plain",
-		"é ü € ‎":                 "é ü € &lt;U+200E&gt;",
-		"\u061Ca\u202Ab\u2069":     "&lt;U+061C&gt;a&lt;U+202A&gt;b&lt;U+2069&gt;",
-		"\u2028 \u2060 \u200B":     "\u2028 \u2060 \u200B", // not bidi controls
+		"plain":                   "plain",
+		"é ü € \u200E":            "é ü € &lt;U+200E&gt;",
+		"\u061Ca\u202Ab\u2069":    "&lt;U+061C&gt;a&lt;U+202A&gt;b&lt;U+2069&gt;",
+		"\u2028 \u2060 \u200B":    "\u2028 \u2060 \u200B", // not bidi controls
 		"bad \xff utf-8 \u202E !": "bad \xff utf-8 &lt;U+202E&gt; !",
 	} {
 		if got := string(visibleBidi([]byte(in))); got != want {

@@ -62,6 +62,16 @@
 // Problems with the manifests themselves, limits included, are reported as
 // *[ManifestError].
 //
+// No error of a render quotes a Secret's value (secrets.go): the checks
+// that look at a Secret (a secretGenerator's literals, env files and files,
+// checked before kustomize runs; a Secret's keys and numbers) name the
+// file, the object and the key only, and every value the render knows to
+// be secret (Secrets' data and stringData, generators' sources, patches of
+// Secrets, and any document marked secret as a whole, as a decrypted one
+// will be) is removed from whatever error leaves the render, kustomize's
+// own included, wherever the render runs. The display URL has no user
+// information, query or fragment, and fetch errors lose the query too.
+//
 // With Config.VerifyCommits, Fetch refuses a revision whose commit (or, when
 // the ref names an annotated tag, whose tag) is not signed by a key of
 // Config.TrustedKeysFile, cached or not, with a *[SignatureError] naming the

@@ -633,4 +633,3 @@ func checkEnvFile(data []byte, fail func(line int, format string, args ...any) e
 	}
 	return sc.Err()
 }
-
