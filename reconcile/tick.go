@@ -163,7 +163,7 @@ func (r *Reconciler) runPhase(ctx context.Context, ph phase, st *State, res *Res
 	// render worker killed) counts as abandoned too, though it returned.
 	pr := PhaseResult{Phase: p, Duration: time.Since(start), Aside: ph.aside && !abandoned,
 		Abandoned: abandoned || errors.Is(err, errAbandoned),
-		Panicked: errors.Is(err, errPhasePanic)}
+		Panicked:  errors.Is(err, errPhasePanic)}
 	if err != nil {
 		if cause := context.Cause(ctx); cause == errTickTimeout {
 			err = fmt.Errorf("%w: %w", cause, err)
