@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,30 +29,8 @@ func runawayKustomization() map[string]string {
 	return map[string]string{"kustomization.yaml": kust.String(), "cms.yaml": cms.String()}
 }
 
-// renderWorkers lists the render workers (children marked by their
-// environment) of process pid.
-func renderWorkers(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
-			continue
-		}
-		if env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); strings.Contains(string(env), "_RECOND_RENDER_WORKER=1") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+// renderWorkers lists the render workers of process pid.
+func renderWorkers(pid int) []int { return testenv.ChildrenWithEnv(pid, "_RECOND_RENDER_WORKER=1") }
 
 // TestFaultManifestRunawayRender: a commit whose kustomize build computes
 // for minutes. Each tick's render is stopped at the tick's deadline (its

@@ -1,7 +1,6 @@
 package leader_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -201,24 +200,6 @@ func TestRecreatedLeaseWaitsALeaseDuration(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the log's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A process whose identity may not use its Lease (no Role names it) says
 // so: Config.Failed is told each refused request, Err returns it, the log
 // has it once in recond's own words; granted the Role the deploy ships,
@@ -235,7 +216,7 @@ func TestForbiddenLeaseIsReported(t *testing.T) {
 		mu       sync.Mutex
 		failures []error
 	)
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	el := elect(t, leader.Config{Namespace: ns, Lease: name, Identity: "f",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		Failed: func(err error) {

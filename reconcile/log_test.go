@@ -1,41 +1,22 @@
 package reconcile_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
+	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
 )
-
-// logBuffer is a bytes.Buffer safe for the log's concurrent writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A change of 10,000 labels (each with a long value) is one difference
 // line of bounded size that says how many fields it left out, not a line
 // of hundreds of KB; the tick still applies every label.
 func TestDifferenceLineIsCapped(t *testing.T) {
 	h := newHarness(t)
-	var logs logBuffer
+	var logs testenv.SyncBuffer
 	h.observers = []reconcile.Observer{reconcile.LogObserver{Log: slog.New(slog.NewJSONHandler(&logs, nil))}}
 	cm := func(labels string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: labelled\n" + labels + "data:\n  k: v\n"

@@ -47,7 +47,7 @@ func BenchmarkAck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &testenv.SyncBuffer{}
 	a, err := newApp(opts, log)
 	if err != nil {
 		b.Fatal(err)

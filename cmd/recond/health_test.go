@@ -59,7 +59,7 @@ func eventsRecorded(t *testing.T, addr string) float64 {
 }
 
 // waitEvent waits until the namespace has an Event "Reason Kind/name".
-func waitEvent(t *testing.T, ns, want string, log *syncBuffer) []string {
+func waitEvent(t *testing.T, ns, want string, log *testenv.SyncBuffer) []string {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute) // a guard against a hang
 	for {

@@ -22,7 +22,7 @@ var leaseArgs = []string{"--leader-elect-lease-duration", "4s", "--leader-elect-
 
 // waitLog waits until the log holds a line matching re and returns the
 // first submatch (or the match).
-func waitLog(t *testing.T, log *syncBuffer, what string, re *regexp.Regexp) string {
+func waitLog(t *testing.T, log *testenv.SyncBuffer, what string, re *regexp.Regexp) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -61,7 +61,7 @@ func TestSyncWhileAnotherProcessLeads(t *testing.T) {
 	}
 
 	// --wait-for-lease: standby until the leader stops, then one tick.
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -188,7 +188,7 @@ func TestClientGoLogsInRecondsFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	if _, err := newApp(o, &log); err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func TestRunNotReadyWhileTicksFail(t *testing.T) {
 // running is `recond run` in-process, serving on addr.
 type running struct {
 	addr string
-	log  *syncBuffer
+	log  *testenv.SyncBuffer
 	stop func() int // cancels the run and returns its exit code
 }
 
@@ -155,7 +155,7 @@ type running struct {
 // ends, if the test did not stop it.
 func startRun(t *testing.T, interval string, ready bool, args ...string) *running {
 	t.Helper()
-	r := &running{log: &syncBuffer{}}
+	r := &running{log: &testenv.SyncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
@@ -191,7 +191,7 @@ func startRun(t *testing.T, interval string, ready bool, args ...string) *runnin
 
 // waitReady polls /readyz until it answers 200 (for up to a minute, a
 // guard against a hang).
-func waitReady(t *testing.T, addr string, log *syncBuffer) {
+func waitReady(t *testing.T, addr string, log *testenv.SyncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {

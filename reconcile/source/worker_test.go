@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"recond.dev/recond/internal/testenv"
 )
 
 // testWorker is a Worker that re-executes the test binary (TestMain serves
@@ -229,28 +229,5 @@ func TestWorkerOutOfMemory(t *testing.T) {
 // workerChildren lists this process's children that are render workers.
 func workerChildren(t *testing.T) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
-			continue
-		}
-		if env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); strings.Contains(string(env), workerEnv+"=1") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return testenv.ChildrenWithEnv(os.Getpid(), workerEnv+"=1")
 }

@@ -1,11 +1,9 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +12,6 @@ import (
 
 	"recond.dev/recond/internal/testenv"
 )
-
-// logBuffer is a bytes.Buffer safe for the Cache's goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // proxiedEnv is an env whose cache talks to the API server through a fault
 // proxy, its requests counted.
@@ -87,7 +67,7 @@ func TestStalledWatchRestarts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs logBuffer
+			var logs testenv.SyncBuffer
 			var ev events
 			e, p := proxiedEnv(t, Options{StaleAfter: staleAfter, OnEvent: ev.add, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			e.t = t
