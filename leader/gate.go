@@ -123,9 +123,9 @@ func (e *Elector) saw(o observation) {
 
 // seenOther reports whether this process has seen the Lease exist in
 // another incarnation than uid. The caller holds e.mu.
-func (e *Elector) seenOther(uid types.UID) bool {
+func (e *Elector) seenOther(uid types.UID, unknown bool) bool {
 	for u := range e.seen {
-		if u != uid {
+		if u != uid && (unknown || u != unknownIncarnation) {
 			return true
 		}
 	}
@@ -145,7 +145,11 @@ func (e *Elector) wrote(lease *coordv1.Lease, start time.Time, created bool) {
 	defer e.mu.Unlock()
 	// The watch may show the Lease this process has just created before
 	// this call: only another incarnation counts.
-	seenBefore := e.seenOther(o.uid)
+	// A Lease created by this process: any other incarnation seen before,
+	// even one known only to exist, was deleted under its holder. One
+	// taken over by an update: only a known other incarnation (the Lease
+	// recreated by someone else, with no holder) was.
+	seenBefore := e.seenOther(o.uid, created)
 	e.saw(o)
 	e.last = o
 	if o.holder != e.cfg.Identity {
@@ -156,7 +160,8 @@ func (e *Elector) wrote(lease *coordv1.Lease, start time.Time, created bool) {
 		return
 	}
 	e.term, e.renewed = o.uid, start
-	if created && seenBefore && !e.held {
+	// The old holder may still believe it leads.
+	if seenBefore && !e.held {
 		e.notBefore = start.Add(e.cfg.LeaseDuration)
 	}
 }

@@ -471,9 +471,12 @@ func (s *Source) fetchLocal() (Revision, error) {
 // commit's own fault (a *ManifestError that is not about reading an object)
 // or a stop, the next Fetch clones afresh, once per revision.
 func (s *Source) renderFailed(sha string, err error) {
-	var me *ManifestError
+	var (
+		me *ManifestError
+		we *workerError
+	)
 	if s.kind == kindLocal || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.As(err, &me) && !readFault(err) {
+		errors.As(err, &me) && !readFault(err) || errors.As(err, &we) {
 		return
 	}
 	s.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,7 +37,8 @@ import (
 //     past it fails with a LimitError of LimitMemory, and with an OOM score
 //     of 1000, so that the kernel's OOM killer takes it before recond;
 //   - with no file it may write (RLIMIT_FSIZE 0), no core dump, and a CPU
-//     time limit a little over the render's deadline, as a backstop;
+//     time limit of every core for a little over the render's deadline, as
+//     a backstop for a worker that outlives its kill;
 //   - in a network namespace of its own (no interface but a loopback that
 //     is down), where the platform allows one (root, or unprivileged user
 //     namespaces); where it does not, without one, said once in the log;
@@ -56,8 +58,8 @@ type Worker struct {
 	// network namespace of its own (once per Worker).
 	Log *slog.Logger
 
-	once    sync.Once
-	noNetNS bool // the platform refused a new network namespace
+	warned  sync.Once
+	noNetNS atomic.Bool // the platform refused a new network namespace
 }
 
 // DefaultWorkerMemory is the memory a render worker may use when
@@ -109,6 +111,9 @@ func toWire(err error) *wireError {
 	if errors.As(err, &me) {
 		w.Manifest, w.File, w.Object, w.Msg = true, me.File, me.Object, me.Err.Error()
 	}
+	if len(w.Msg) > maxWireMsg {
+		w.Msg = w.Msg[:maxWireMsg] + "... (cut)"
+	}
 	var le *LimitError
 	if errors.As(err, &le) {
 		w.Limit = le
@@ -129,6 +134,9 @@ func (w *wireError) err() error {
 	}
 	return err
 }
+
+// maxWireMsg caps an error's text on the pipe.
+const maxWireMsg = 64 << 10
 
 // RunWorkerIfAsked serves one render and exits when the process was
 // started as a render worker; otherwise it returns at once. Call it first
@@ -242,8 +250,9 @@ func (s *Source) kustomizeInWorker(ctx context.Context, sha string, lim Limits) 
 		req.Repo, req.Local = s.local, true
 	}
 	if d, ok := ctx.Deadline(); ok {
-		// A backstop only: the worker is killed at the deadline.
-		req.CPU = int64(math.Ceil(time.Until(d).Seconds())) + 5
+		// A backstop only: the worker is killed at the deadline. CPU time
+		// counts every thread, so that is every core's for that long.
+		req.CPU = (int64(math.Ceil(time.Until(d).Seconds())) + 5) * int64(max(runtime.NumCPU(), 1))
 	}
 	body, _ := json.Marshal(req)
 
@@ -255,7 +264,7 @@ func (s *Source) kustomizeInWorker(ctx context.Context, sha string, lim Limits) 
 	start := time.Now()
 	cmd, stdout, stderr, err := w.start(body, mem)
 	if err != nil {
-		return nil, fmt.Errorf("start the render worker %s: %w", w.Path, err)
+		return nil, &workerError{fmt.Errorf("start the render worker %s: %w", w.Path, err)}
 	}
 	type answer struct {
 		out []byte
@@ -275,12 +284,13 @@ func (s *Source) kustomizeInWorker(ctx context.Context, sha string, lim Limits) 
 	case ans = <-read:
 	}
 	if ans.err == nil || errors.Is(ans.err, errNoAnswer) {
-		// The answer was read whole (or there was none): wait for the exit.
+		// The answer was read whole, or the worker closed its output
+		// without writing any (it is exiting): wait for the exit.
 		werr := cmd.Wait()
 		if ans.err == nil {
 			return ans.out, nil
 		}
-		return nil, workerDied(werr, stderr.String(), mem, label)
+		return nil, workerDied(werr, stderr.String(), mem, req.CPU, label)
 	}
 	// A malformed or oversized answer: the worker has no more to say.
 	_ = cmd.Process.Kill()
@@ -288,50 +298,66 @@ func (s *Source) kustomizeInWorker(ctx context.Context, sha string, lim Limits) 
 	return nil, ans.err
 }
 
-// start starts the worker with the request body on its stdin.
+// start starts the worker with the request body on its stdin, in a network
+// namespace of its own unless the platform refused one.
 func (w *Worker) start(body []byte, mem int64) (*exec.Cmd, io.ReadCloser, *headBuffer, error) {
-	for {
-		cmd := exec.Command(w.Path)
-		// An environment of its own: nothing of recond's reaches it.
-		cmd.Env = []string{workerEnv + "=1", "GOMEMLIMIT=" + strconv.FormatInt(mem/4*3, 10), "GOTRACEBACK=none"}
-		cmd.Stdin = bytes.NewReader(body)
-		stderr := &headBuffer{max: 16 << 10}
-		cmd.Stderr = stderr
-		cmd.WaitDelay = time.Second
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		isolated := !w.noNetNS
-		if isolated {
-			attr.Cloneflags = syscall.CLONE_NEWNET
-			if os.Geteuid() != 0 {
-				uid, gid := os.Getuid(), os.Getgid()
-				attr.Cloneflags |= syscall.CLONE_NEWUSER
-				attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-				attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-			}
-		}
-		cmd.SysProcAttr = attr
-		err = cmd.Start()
-		if err != nil && isolated && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) ||
-			errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EUSERS)) {
-			w.once.Do(func() {
-				w.noNetNS = true
-				if w.Log != nil {
-					w.Log.Warn("the render worker runs without a network namespace of its own: the platform refused one "+
-						"(kustomize is sealed in code all the same)", "error", err.Error())
-				}
-			})
-			continue
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return cmd, stdout, stderr, nil
+	isolated := !w.noNetNS.Load()
+	cmd, stdout, stderr, err := w.startOnce(body, mem, isolated)
+	if err == nil || !isolated || !(errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) ||
+		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EUSERS)) {
+		return cmd, stdout, stderr, err
 	}
+	// Refused: without a namespace. Only when that starts is the refusal
+	// the namespace's (not, say, a binary on a noexec mount), and kept.
+	cmd, stdout, stderr, err2 := w.startOnce(body, mem, false)
+	if err2 != nil {
+		return nil, nil, nil, err2
+	}
+	w.noNetNS.Store(true)
+	w.warned.Do(func() {
+		if w.Log != nil {
+			w.Log.Warn("the render worker runs without a network namespace of its own: the platform refused one "+
+				"(kustomize is sealed in code all the same)", "error", err.Error())
+		}
+	})
+	return cmd, stdout, stderr, nil
 }
+
+func (w *Worker) startOnce(body []byte, mem int64, isolated bool) (*exec.Cmd, io.ReadCloser, *headBuffer, error) {
+	cmd := exec.Command(w.Path)
+	// An environment of its own: nothing of recond's reaches it.
+	cmd.Env = []string{workerEnv + "=1", "GOMEMLIMIT=" + strconv.FormatInt(mem/4*3, 10), "GOTRACEBACK=none"}
+	cmd.Stdin = bytes.NewReader(body)
+	stderr := &headBuffer{max: 16 << 10}
+	cmd.Stderr = stderr
+	cmd.WaitDelay = time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if isolated {
+		attr.Cloneflags = syscall.CLONE_NEWNET
+		if os.Geteuid() != 0 {
+			uid, gid := os.Getuid(), os.Getgid()
+			attr.Cloneflags |= syscall.CLONE_NEWUSER
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		}
+	}
+	cmd.SysProcAttr = attr
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, stdout, stderr, nil
+}
+
+// workerError is the worker failing for a reason of its own (it could not
+// start, or set itself up): neither the commit's nor the clone's.
+type workerError struct{ err error }
+
+func (e *workerError) Error() string { return e.err.Error() }
+func (e *workerError) Unwrap() error { return e.err }
 
 // errNoAnswer is a worker that closed its output without an answer: it
 // died; how is in its exit status.
@@ -343,10 +369,12 @@ func readAnswer(r io.Reader, maxBytes int64, label string) ([]byte, error) {
 	br := bufio.NewReader(io.LimitReader(r, maxBytes+(1<<20)))
 	line, err := br.ReadBytes('\n')
 	if err != nil {
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) && len(line) == 0 {
 			return nil, errNoAnswer
 		}
-		return nil, fmt.Errorf("read the render worker's answer: %w", err)
+		// Cut short, or longer than any answer may be: the caller kills
+		// the worker, which may still be writing.
+		return nil, fmt.Errorf("read the render worker's answer (%d bytes of its first line): %w", len(line), err)
 	}
 	var h workerHeader
 	if err := json.Unmarshal(line, &h); err != nil {
@@ -369,13 +397,13 @@ func readAnswer(r io.Reader, maxBytes int64, label string) ([]byte, error) {
 // of its memory is a LimitError; any other death while rendering the
 // commit (a stack overflow, a fatal runtime error) is the commit's, since
 // the same commit would do it again.
-func workerDied(werr error, stderr string, mem int64, label string) error {
+func workerDied(werr error, stderr string, mem, cpu int64, label string) error {
 	var ee *exec.ExitError
 	if !errors.As(werr, &ee) {
 		if werr == nil {
 			werr = errors.New("it exited without an answer")
 		}
-		return fmt.Errorf("render worker: %w", werr)
+		return &workerError{fmt.Errorf("render worker: %w", werr)}
 	}
 	first := causeLine(stderr)
 	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
@@ -384,9 +412,12 @@ func workerDied(werr error, stderr string, mem int64, label string) error {
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		switch ws.Signal() {
-		case syscall.SIGXCPU:
-			return &ManifestError{File: label, Err: errors.New("the render worker ran out of CPU time (its deadline's backstop)")}
 		case syscall.SIGKILL:
+			if used := ee.UserTime() + ee.SystemTime(); cpu > 0 && used >= time.Duration(cpu-1)*time.Second {
+				// The CPU-time backstop (Go ignores SIGXCPU; the hard
+				// limit kills): a render that outlived its deadline.
+				return fmt.Errorf("%w: it used its CPU time backstop (%s): %w", ErrRenderKilled, used.Round(time.Second), context.DeadlineExceeded)
+			}
 			// Not recond (it kills only once ctx is done): the kernel's
 			// OOM killer, which takes the worker first (OOM score 1000).
 			return &ManifestError{File: label, Err: fmt.Errorf("the render worker was killed (SIGKILL), most likely by the kernel "+
@@ -395,7 +426,7 @@ func workerDied(werr error, stderr string, mem int64, label string) error {
 	}
 	if strings.HasPrefix(first, "render worker:") {
 		// The worker's own setup failed: not the commit's fault.
-		return errors.New(first)
+		return &workerError{errors.New(first)}
 	}
 	if first == "" {
 		first = ee.Error()

@@ -195,7 +195,7 @@ func TestWorkerIsConfined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.Worker.noNetNS {
+	if s.cfg.Worker.noNetNS.Load() {
 		t.Skipf("this platform refuses a network namespace to the worker; the rest was checked")
 	}
 	if child == self {
