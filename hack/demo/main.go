@@ -272,7 +272,7 @@ func demo(recondBin, examples string, interval time.Duration) error {
 	say("runaway commit: 12 KB of kustomization that computes for minutes; its render worker is killed at each tick's deadline (%s)", interval)
 	var cms, kust strings.Builder
 	for i := range 1000 {
-		fmt.Fprintf(&cms, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r%d\n  labels: {app: x}\n", i)
+		fmt.Fprintf(&cms, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r%d\n  labels: {app: x}\ndata: {k: v}\n", i)
 	}
 	kust.WriteString("resources:\n  - configmap.yaml\n  - deployment.yaml\n  - runaway.yaml\npatches:\n")
 	for i := range 100 {
