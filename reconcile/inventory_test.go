@@ -1,12 +1,10 @@
 package reconcile_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,29 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
 )
 
 // capturedLog is a log sink the loop's goroutines may write to.
-type capturedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *capturedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type capturedLog struct{ testenv.SyncBuffer }
 
 // count is how many log lines contain s.
-func (l *capturedLog) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
+func (l *capturedLog) count(s string) int { return strings.Count(l.String(), s) }
 
 // logged gives the harness a reconciler whose log (its warnings and the
 // tick lines) goes to the returned buffer as well as the test's log.
