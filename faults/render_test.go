@@ -87,6 +87,48 @@ func TestFaultManifestRunawayRender(t *testing.T) {
 	}
 }
 
+// TestFaultManifestRunawayRenderSuperseded: with a tick timeout far longer
+// than anyone waits (10 minutes), a runaway render is stopped by the fix's
+// push itself: while the render runs, the read phase asks Git (every
+// --interval, and on every request for a tick) whether the followed ref
+// still names the revision being rendered; it does not, so the render's
+// worker is killed and the same tick reads, renders and applies the fix.
+// recond_renders_superseded_total counts it, and it is not a failure.
+func TestFaultManifestRunawayRenderSuperseded(t *testing.T) {
+	repo := testenv.NewRepo(t)
+	repo.Commit("first", firstRevision())
+	n := cp.Namespace(t)
+	r := StartRecond(t, append(Base(t, repo.URL(), n, Kubeconfig(t)), "--tick-timeout", "10m")...)
+	first := r.WaitTick(30*time.Second, 0, Succeeded)
+
+	repo.Commit("runaway", runawayKustomization())
+	// Hang guard: the next tick starts within an interval and renders.
+	for deadline := time.Now().Add(2 * time.Minute); len(renderWorkers(r.Pid())) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no render worker started for the runaway commit")
+		}
+	}
+	fix := repo.Commit("fix", faultyRevision(map[string]string{"kustomization.yaml": "", "cms.yaml": ""}))
+	// Hang guard: the tick in flight has 10 minutes; without the check it
+	// would fail at its deadline, long after this.
+	tk := r.WaitTick(3*time.Minute, first.ID, func(Tick) bool { return true })
+	if !Succeeded(tk) || !strings.HasPrefix(fix, tk.Str("revision")) {
+		t.Fatalf("the tick that was rendering the runaway commit: %s; want it succeeded at the fix %s", tk, fix[:12])
+	}
+	if got := r.Metric("recond_renders_superseded_total", nil); got < 1 {
+		t.Errorf("recond_renders_superseded_total = %v; want at least 1", got)
+	}
+	if got := r.Metric("recond_loop_stalls_total", map[string]string{"phase": "read"}); got != 0 {
+		t.Errorf(`recond_loop_stalls_total{phase="read"} = %v; a superseded render is not a stall`, got)
+	}
+	if d := cmp.Diff([]string{"keep"}, slices.Sorted(maps.Keys(owned(t, n)))); d != "" {
+		t.Errorf("owned ConfigMaps after the fix (-want +got):\n%s", d)
+	}
+	if w := renderWorkers(r.Pid()); len(w) > 0 {
+		t.Errorf("render workers still running after the fix converged: %v", w)
+	}
+}
+
 // TestRenderCost measures, on the binary, what rendering a revision costs
 // with kustomize in a worker process (the default) and in recond's process
 // (--render-in-process): the read phase of the tick that renders each of 6

@@ -41,6 +41,9 @@ type Metrics struct {
 	// stalls counts abandoned ticks by the phase that did not return after
 	// the tick's deadline (reconcile.AbandonAfter).
 	stalls *prometheus.CounterVec
+	// superseded counts renders stopped because the followed ref moved
+	// while they ran.
+	superseded prometheus.Counter
 	// panics counts recovered panics by phase (a phase's own, or one
 	// object's write within apply).
 	panics *prometheus.CounterVec
@@ -167,6 +170,10 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "loop_stalls_total",
 			Help: "Ticks abandoned because a phase did not return after the tick's deadline, by that phase.",
 		}, []string{"phase"}),
+		superseded: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "renders_superseded_total",
+			Help: "Renders stopped because the followed ref moved while they ran; the tick read the newer revision.",
+		}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "panics_total",
 			Help: "Recovered panics, by phase: the tick (or the write) failed with reason other and a stack.",
@@ -267,7 +274,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		}, []string{"version", "goversion"}),
 		now: time.Now,
 	}
-	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.panics, m.lastTick, m.lastSuccess,
+	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.superseded, m.panics, m.lastTick, m.lastSuccess,
 		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.leaseFailures, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge, m.watchRestarts,
 		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.webhooks, m.operations, m.sourceInfo, m.buildInfo)
 
@@ -345,6 +352,7 @@ func (m *Metrics) PhaseEnd(ctx context.Context, pr reconcile.PhaseResult, _ *rec
 // TickEnd records the tick's outcome, writes, counts and timestamps.
 func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 	m.ticks.WithLabelValues(string(r.Outcome)).Inc()
+	m.superseded.Add(float64(r.Superseded))
 	for _, op := range r.Ops {
 		if reconcile.IsPanic(op.Err) {
 			m.panics.WithLabelValues(string(reconcile.PhaseApply)).Inc()

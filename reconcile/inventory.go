@@ -295,6 +295,27 @@ func (r *Reconciler) repairInventory(ctx context.Context, inv *inventory) error 
 	return nil
 }
 
+// keepInventory compares the live inventory with the copy in memory and
+// rewrites it when it is missing or different, before any phase runs: a
+// tick that fails in read (a broken commit, an unreachable Git) would
+// otherwise never reach the apply phase's repair, and a restart then would
+// forget the kinds only this process remembers. Before the first load
+// (the observe phase's) there is nothing to keep. A failure here is left
+// to the phases: observe reads the inventory again, and apply repairs it.
+func (r *Reconciler) keepInventory(ctx context.Context, st *State) {
+	if r.inventory() == nil {
+		return
+	}
+	inv, err := r.loadInventory(ctx, st)
+	if err == nil {
+		err = r.repairInventory(ctx, inv)
+	}
+	if err != nil {
+		st.inv = nil
+		r.log.DebugContext(ctx, "inventory not checked before the phases; the phases will", "err", err)
+	}
+}
+
 // inventory is the copy in memory (nil until first loaded). The lock is for
 // a phase that outlived its tick (abandoned) and returns during a later one.
 func (r *Reconciler) inventory() *inventory {

@@ -133,6 +133,33 @@ func TestDeletedInventoryIsRewritten(t *testing.T) {
 	}
 }
 
+// A deleted inventory is rewritten even while every tick fails in read (a
+// broken commit): the check runs before the phases, so a restart during
+// the breakage still knows the kinds, and prunes the one that left Git
+// once the commit is fixed.
+func TestDeletedInventoryIsRewrittenWhileReadFails(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit("app", app())
+	h.mustTick(reconcile.OutcomeApplied)
+	h.mustTick(reconcile.OutcomeConverged)
+
+	h.repo.Commit("broken", map[string]string{"broken.yaml": "kind: [\n"})
+	h.deleteInventory()
+	r := h.mustTick(reconcile.OutcomeFailed)
+	if f := r.Failure(); f == nil || f.Phase != reconcile.PhaseRead {
+		t.Fatalf("the broken commit's tick failed with %v; want a failure in read", f)
+	}
+	if got := h.inventoryKinds(); got != appKinds {
+		t.Fatalf("inventory kinds after a tick that failed in read: %q, want %q", got, appKinds)
+	}
+
+	h.rec = nil // a restart while Git is still broken, then the fix
+	h.repo.Commit("fixed, no service", map[string]string{"broken.yaml": "", "service.yaml": ""})
+	if r := h.mustTick(reconcile.OutcomeApplied); r.Counts.Pruned != 1 || h.get(gvrService, "web") != nil {
+		t.Fatalf("pruned %d after the restart, want the Service (changes %v)", r.Counts.Pruned, r.Changes)
+	}
+}
+
 // The namespace deleted and re-created (its objects and the inventory gone
 // with it): the next tick re-creates the objects and rewrites the
 // inventory from memory, so that a restart after a kind left Git still

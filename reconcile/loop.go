@@ -47,6 +47,10 @@ func (r *Reconciler) Request(t Trigger, link trace.SpanContext) uint64 {
 		r.seq.links = append(r.seq.links, link)
 	}
 	r.requests.after(RequestDebounce, func() { r.Trigger(t) })
+	select {
+	case r.newer <- struct{}{}:
+	default:
+	}
 	return r.seq.started + 1
 }
 
@@ -160,6 +164,7 @@ func (d *debouncer) after(delay time.Duration, fn func()) {
 // While maxStrays abandoned phases are still running, no tick starts (so
 // /healthz, which watches Progress, fails and the process is restarted).
 func (r *Reconciler) Run(ctx context.Context, interval, timeout time.Duration, done func(*Result)) {
+	r.pollEvery.Store(int64(interval))
 	loop{triggers: r.triggers, tick: r.TickFor, ready: r.waitStrays}.run(ctx, interval, timeout, done)
 }
 

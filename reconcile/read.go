@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -19,40 +20,120 @@ import (
 // object belongs to recond's namespace. Nothing is decided about the cluster
 // here except each kind's scope. A revision is rendered once: while it does
 // not move, later ticks reuse its decorated desired set.
+//
+// A render of a revision that the followed ref no longer names (a push
+// arrived while it ran) is stopped, and the tick goes on with the newer
+// revision: a render that never ends cannot hold back its own fix for
+// longer than it takes to notice the push.
 func (r *Reconciler) read(ctx context.Context, st *State) error {
-	fctx, span := startSpan(ctx, "recond.git.fetch", attribute.String("recond.source", r.src.DisplayURL()))
-	rev, err := r.src.Fetch(fctx)
-	span.SetAttributes(attribute.String("recond.revision", rev.SHA), attribute.Bool("recond.fetched", rev.Fetched))
-	endSpan(span, err)
-	if err != nil {
-		return err
-	}
-	st.Revision, st.Fetched = rev.SHA, rev.Fetched
-	if cached := r.renderOf(rev.SHA); cached != nil {
-		// The revision did not move: its render is reused, rendering being a
-		// function of the commit alone. Only the kinds' scope, which the
-		// server decides, is checked again.
-		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", true))
-		if err := r.checkScopes(cached); err != nil {
+	for {
+		fctx, span := startSpan(ctx, "recond.git.fetch", attribute.String("recond.source", r.src.DisplayURL()))
+		rev, err := r.src.Fetch(fctx)
+		span.SetAttributes(attribute.String("recond.revision", rev.SHA), attribute.Bool("recond.fetched", rev.Fetched))
+		endSpan(span, err)
+		if err != nil {
 			return err
 		}
-		st.Desired = cached
-		st.Counts.Desired = len(st.Desired)
-		return nil
+		st.Revision, st.Fetched = rev.SHA, st.Fetched || rev.Fetched
+		if cached := r.renderOf(rev.SHA); cached != nil {
+			// The revision did not move: its render is reused, rendering being a
+			// function of the commit alone. Only the kinds' scope, which the
+			// server decides, is checked again.
+			trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", true))
+			if err := r.checkScopes(cached); err != nil {
+				return err
+			}
+			st.Desired = cached
+			st.Counts.Desired = len(st.Desired)
+			return nil
+		}
+		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", false))
+		manifests, err := r.render(ctx, rev)
+		if errors.Is(err, errSuperseded) && ctx.Err() == nil {
+			st.Superseded++
+			r.log.Info("render stopped: the followed ref moved while it ran; reading the newer revision",
+				"revision", shortSHA(rev.SHA), "superseded", st.Superseded)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return r.decorateAll(st, manifests)
 	}
-	trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", false))
+}
+
+// errSuperseded is the cause a render's context carries when the followed
+// ref moved while it ran.
+var errSuperseded = errors.New("the followed ref moved: a newer revision replaces this one")
+
+// render renders rev in its own span. While it runs, a request for a tick
+// (a push webhook, recond sync) and every pollEvery ask the source whether
+// the ref still names rev; when it does not, the render is stopped
+// (errSuperseded).
+func (r *Reconciler) render(ctx context.Context, rev source.Revision) ([]source.Manifest, error) {
 	rctx, span := startSpan(ctx, "recond.render", attribute.String("recond.path", r.cfg.Path))
-	manifests, err := r.src.Render(rctx, rev.SHA)
+	wctx, cancel := context.WithCancelCause(rctx)
+	defer cancel(nil)
+	if m, ok := r.src.(mover); ok {
+		go r.watchRef(wctx, cancel, m, rev)
+	}
+	manifests, err := r.src.Render(wctx, rev.SHA)
+	if err != nil && errors.Is(context.Cause(wctx), errSuperseded) && rctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", errSuperseded, err)
+		span.AddEvent("recond.render.superseded")
+	}
 	span.SetAttributes(attribute.Int("recond.objects.count", len(manifests)))
 	endSpan(span, err)
 	if errors.Is(err, source.ErrRenderKilled) && errors.Is(err, context.DeadlineExceeded) {
 		// The render outlived its tick: its worker was killed, which is
 		// what abandoning a phase would have done (recond_loop_stalls_total).
-		return fmt.Errorf("%w: %w", errAbandoned, err)
+		return nil, fmt.Errorf("%w: %w", errAbandoned, err)
 	}
-	if err != nil {
-		return err
+	return manifests, err
+}
+
+// mover is a Source that can tell, without fetching, whether the followed
+// ref moved away from a revision (source.Source.Moved).
+type mover interface {
+	Moved(ctx context.Context, rev source.Revision) (bool, error)
+}
+
+// watchRef cancels ctx with errSuperseded once m says the ref moved away
+// from rev. It asks on every request for a tick and every pollEvery, and
+// returns when ctx is done. A failed question is not an answer: the render
+// goes on.
+func (r *Reconciler) watchRef(ctx context.Context, cancel context.CancelCauseFunc, m mover, rev source.Revision) {
+	var poll <-chan time.Time
+	if d := time.Duration(r.pollEvery.Load()); d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		poll = t.C
 	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.newer:
+		case <-poll:
+		}
+		moved, err := m.Moved(ctx, rev)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Debug("could not tell whether the followed ref moved during the render", "err", err)
+			}
+			continue
+		}
+		if moved {
+			cancel(errSuperseded)
+			return
+		}
+	}
+}
+
+// decorateAll checks every rendered object (its name, scope, namespace and
+// uniqueness), decorates it and keeps the render for the next ticks at the
+// same revision.
+func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	sourceAnn := r.src.DisplayURL() + "#" + r.cfg.Path
 	seen := map[string]string{} // group/kind/name -> file
 	desired := make([]*unstructured.Unstructured, 0, len(manifests))
@@ -91,7 +172,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
 	r.mu.Lock()
-	r.rendered = renderCache{sha: rev.SHA, desired: desired}
+	r.rendered = renderCache{sha: st.Revision, desired: desired}
 	r.mu.Unlock()
 	return nil
 }

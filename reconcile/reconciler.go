@@ -146,6 +146,12 @@ type Reconciler struct {
 	// abandonAfter is how long a phase may run past the tick's deadline (or
 	// the loop's stop) before its tick abandons it.
 	abandonAfter time.Duration
+	// newer is signalled by Request: a push or an operator asked for a
+	// tick, so a render running now may be of a replaced revision.
+	// pollEvery is the loop's interval (Run), at which a long render checks
+	// too; 0: only on requests.
+	newer     chan struct{}
+	pollEvery atomic.Int64
 }
 
 // renderCache is a decorated desired set and the revision it was rendered
@@ -164,7 +170,7 @@ func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observe
 	salt := make([]byte, 32)
 	_, _ = rand.Read(salt)
 	r := &Reconciler{cfg: cfg, src: src, kube: kube, live: cfg.Live, log: log, observers: observers,
-		equivalent: newEquivalence(), salt: salt, triggers: make(chan Trigger, 1), heal: newHealer(),
+		equivalent: newEquivalence(), salt: salt, triggers: make(chan Trigger, 1), newer: make(chan struct{}, 1), heal: newHealer(),
 		strayBack: make(chan struct{}, 1), abandonAfter: AbandonAfter}
 	if r.live == nil {
 		r.live = kube
@@ -180,14 +186,17 @@ type State struct {
 
 	Revision string
 	Fetched  bool
-	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
-	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
-	Changes  []diff.Change                // create, update and delete only
-	unserved []schema.GroupVersionKind    // inventory kinds the server does not serve now
-	pruned   []schema.GroupVersionKind    // kinds of the objects this tick deleted
-	Ops      []Operation
-	Counts   Counts
-	wrote    bool
+	// Superseded counts the renders this tick stopped because the followed
+	// ref moved while they ran.
+	Superseded int
+	Desired    []*unstructured.Unstructured // decorated with recond's labels and annotations
+	Live       []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
+	Changes    []diff.Change                // create, update and delete only
+	unserved   []schema.GroupVersionKind    // inventory kinds the server does not serve now
+	pruned     []schema.GroupVersionKind    // kinds of the objects this tick deleted
+	Ops        []Operation
+	Counts     Counts
+	wrote      bool
 	// Terminating are the owned objects being deleted ("Kind/name"): not
 	// written or deleted again until they are gone.
 	Terminating []string

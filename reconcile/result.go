@@ -223,11 +223,14 @@ type Result struct {
 	ID       uint64
 	Revision string // commit SHA read; "" when the read phase failed before resolving it
 	Fetched  bool   // the read phase fetched from the remote (false: already had the revision)
-	Start    time.Time
-	Duration time.Duration
-	Phases   []PhaseResult // the phases that ran, in order
-	Changes  []diff.Change // what the diff phase found (create, update, delete; unchanged omitted)
-	Ops      []Operation   // writes made by the apply phase
+	// Superseded counts the renders the read phase stopped because the
+	// followed ref moved while they ran (it then read the newer revision).
+	Superseded int
+	Start      time.Time
+	Duration   time.Duration
+	Phases     []PhaseResult // the phases that ran, in order
+	Changes    []diff.Change // what the diff phase found (create, update, delete; unchanged omitted)
+	Ops        []Operation   // writes made by the apply phase
 	// Terminating and Equivalent name ("Kind/name") the objects that
 	// Counts.Terminating and Counts.Equivalent count.
 	Terminating, Equivalent []string

@@ -75,6 +75,9 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	if costs {
 		before = lc.Cost()
 	}
+	if !planOnly && !r.cfg.DryRun {
+		r.keepInventory(ctx, st)
+	}
 	succeeded := map[Phase]bool{}
 	failed := false
 	for _, ph := range r.phases() {
@@ -123,7 +126,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 			Restarts: after.Restarts - before.Restarts}
 	}
 	res.BackingOff = st.BackingOff
-	res.Revision, res.Fetched = st.Revision, st.Fetched
+	res.Revision, res.Fetched, res.Superseded = st.Revision, st.Fetched, st.Superseded
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
 	res.Rejected, res.RevisionApplied, res.Health = st.Rejected, st.RevisionApplied, st.Health

@@ -27,6 +27,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -618,6 +619,43 @@ func (s *Source) fetchCommit(ctx context.Context, repo *git.Repository, remote *
 		return Revision{}, fmt.Errorf("commit %s is not on any branch or tag: %w", s.ref, plumbing.ErrReferenceNotFound)
 	}
 	return Revision{SHA: s.ref, Fetched: true}, nil
+}
+
+// Moved reports whether the followed ref names another object now than it
+// did for rev, without fetching anything or waiting for the clone (a render
+// may hold it): one listing of the remote's refs, or a read of the local
+// repository's. A ref that is a commit SHA never moves. The read phase asks
+// while a render runs, so that a render of a revision already replaced is
+// stopped rather than finished.
+func (s *Source) Moved(ctx context.Context, rev Revision) (bool, error) {
+	if isSHA(s.ref) || rev.SHA == "" {
+		return false, nil
+	}
+	tip := rev.tip
+	if tip.IsZero() {
+		tip = plumbing.NewHash(rev.SHA)
+	}
+	if s.kind == kindLocal {
+		now, err := s.fetchLocal()
+		if err != nil {
+			return false, err
+		}
+		return now.tip != tip, nil
+	}
+	auth, err := s.auth()
+	if err != nil {
+		return false, err
+	}
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.remote}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return false, fmt.Errorf("list remote refs: %w", s.scrub(wrapGoGit(err)))
+	}
+	_, h, err := resolveAdvertised(refs, s.ref)
+	if err != nil {
+		return false, err
+	}
+	return h != tip, nil
 }
 
 // resolveAdvertised finds ref among the references a remote advertised and

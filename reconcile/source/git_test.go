@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -192,6 +193,71 @@ func TestFetchLocalSeesNewCommits(t *testing.T) {
 	c2 := r.commit(map[string]string{"a.yaml": cm("b")})
 	if rev := mustFetch(t, s); rev.SHA != c2 || rev.Fetched {
 		t.Fatalf("Fetch() = %+v, want %s unfetched", rev, c2)
+	}
+}
+
+// Moved tells whether the followed ref moved away from a revision without
+// fetching, and without the clone's lock (a render holds it while Moved is
+// asked): locally and over HTTP; a ref that is a commit SHA never moves.
+func TestMoved(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		remote bool
+	}{{"local", false}, {"http", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				r   *testRepo
+				url string
+			)
+			if tc.remote {
+				f := newRemoteFixture(t, nil)
+				r, url = f.repo, f.url
+			} else {
+				url = t.TempDir()
+				r = newTestRepo(t, url)
+			}
+			c1 := r.commit(map[string]string{"a.yaml": cm("a")})
+			s := mustNew(t, Config{URL: url, CacheDir: t.TempDir()})
+			rev := mustFetch(t, s)
+			moved := func() bool {
+				t.Helper()
+				type answer struct {
+					moved bool
+					err   error
+				}
+				ch := make(chan answer, 1)
+				// The clone locked as by a render: Moved must not wait for it.
+				mu := cacheLock(s.cache)
+				mu.Lock()
+				defer mu.Unlock()
+				go func() {
+					m, err := s.Moved(context.Background(), rev)
+					ch <- answer{m, err}
+				}()
+				select {
+				case a := <-ch:
+					if a.err != nil {
+						t.Fatalf("Moved: %v", a.err)
+					}
+					return a.moved
+				case <-time.After(time.Minute): // hang guard
+					t.Fatal("Moved waited for the clone's lock")
+					return false
+				}
+			}
+			if moved() {
+				t.Fatalf("Moved at %s = true before any new commit", c1[:12])
+			}
+			r.commit(map[string]string{"a.yaml": cm("b")})
+			if !moved() {
+				t.Fatal("Moved = false after a new commit on the followed ref")
+			}
+			pinned := mustNew(t, Config{URL: url, Ref: c1, CacheDir: t.TempDir()})
+			prev := mustFetch(t, pinned)
+			if m, err := pinned.Moved(context.Background(), prev); err != nil || m {
+				t.Errorf("Moved with a ref that is a commit SHA = %v, %v; want false", m, err)
+			}
+		})
 	}
 }
 
