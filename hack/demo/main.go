@@ -299,11 +299,17 @@ func demo(recondBin, examples string, interval time.Duration) error {
 		return err
 	}
 	start = time.Now()
-	fmt.Printf("reverted in %s: the next tick renders it, nothing waits for the stopped render\n", sha[:12])
+	fmt.Printf("reverted in %s; recond trigger asks for a tick, as a push webhook would: a render in flight sees the ref move and stops, and the same tick reads the revert\n", sha[:12])
+	if err := exec.Command(recondBin, "trigger", "--url", "http://"+addr, "--token-file", tokenFile).Run(); err != nil {
+		return fmt.Errorf("recond trigger: %w", err)
+	}
 	if err := waitTick("outcome=converged"); err != nil {
 		return err
 	}
 	fmt.Printf("converged %s after the revert\n", time.Since(start).Round(time.Millisecond))
+	if err := printMetrics("http://"+addr+"/metrics", "recond_renders_superseded_total"); err != nil {
+		return err
+	}
 	say("a tick now, from a shell or a CI job: recond trigger --url http://%s --token-file ... --wait", addr)
 	start = time.Now()
 	trig := exec.Command(recondBin, "trigger", "--url", "http://"+addr, "--token-file", tokenFile, "--wait")
