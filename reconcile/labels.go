@@ -34,10 +34,13 @@ const (
 const (
 	InventoryPrefix = "recond-inventory-"
 	LeasePrefix     = "recond-leader-"
+	// SeedPrefix names the Secret that holds the instance's seed for the
+	// random functions of a chart's templates: recond-seed-<name>.
+	SeedPrefix = "recond-seed-"
 )
 
 // reservedPrefixes lists every name prefix recond uses for itself.
-var reservedPrefixes = []string{InventoryPrefix, LeasePrefix}
+var reservedPrefixes = []string{InventoryPrefix, LeasePrefix, SeedPrefix}
 
 // LeaseName is the name of the Lease that instance's leader holds.
 func LeaseName(instance string) string { return LeasePrefix + instance }

@@ -36,6 +36,9 @@ type harness struct {
 	rec  *reconcile.Reconciler
 	// observers replace the default log observer when set.
 	observers []reconcile.Observer
+	// helm, when set, renders a chart at the path with the instance's
+	// seed and the API server's capabilities, as the binary does.
+	helm *source.HelmOptions
 }
 
 func newHarness(t testing.TB) *harness {
@@ -56,11 +59,17 @@ func (h *harness) reconciler() *reconcile.Reconciler {
 	if h.rec != nil {
 		return h.rec
 	}
-	src, err := source.New(source.Config{URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir()})
+	kube, err := cluster.New(h.rest, h.ns)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	kube, err := cluster.New(h.rest, h.ns)
+	scfg := source.Config{URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir()}
+	if h.helm != nil {
+		seed := reconcile.SeedPrefix + h.cfg.Name
+		scfg.Helm = source.Helm{HelmOptions: *h.helm, Namespace: h.ns, Capabilities: kube.Capabilities,
+			Seed: func(ctx context.Context) ([]byte, error) { return kube.Seed(ctx, seed) }}
+	}
+	src, err := source.New(scfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -144,6 +144,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		InsecureSkipHostKeyCheck: o.insecureSkipHostKeyCheck,
 		Limits:                   o.limits, VerifyCommits: o.verifyCommits, TrustedKeysFile: o.trustedKeysFile,
 		Worker: worker,
+		Helm:   helmConfig(o, kube, log),
 	})
 	if err != nil {
 		return nil, err
@@ -549,4 +550,17 @@ func (a *app) diff(ctx context.Context, stdout io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// helmConfig is how a chart at --path is rendered: the release (--name
+// unless --helm-release), recond's namespace, the API server's
+// capabilities and the instance's seed (Secret recond-seed-<name>).
+func helmConfig(o *options, kube *cluster.Client, log *slog.Logger) source.Helm {
+	h := source.Helm{HelmOptions: o.helm, Namespace: o.namespace, Capabilities: kube.Capabilities, Log: log}
+	if h.Release == "" {
+		h.Release = o.name
+	}
+	seed := reconcile.SeedPrefix + o.name
+	h.Seed = func(ctx context.Context) ([]byte, error) { return kube.Seed(ctx, seed) }
+	return h
 }

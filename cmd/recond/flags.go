@@ -37,6 +37,7 @@ type options struct {
 
 	limits          source.Limits
 	worker          source.WorkerOptions
+	helm            source.HelmOptions
 	verifyCommits   bool
 	trustedKeysFile string
 
@@ -111,6 +112,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.limits.MaxDepth, "render-max-depth", source.DefaultLimits.MaxDepth, "deepest nesting of maps and lists in one object")
 	fs.IntVar(&o.limits.MaxAliasExpansion, "render-max-alias-expansion", source.DefaultLimits.MaxAliasExpansion, "most a YAML document may grow by expanding its aliases, as a multiple of its own size")
 	o.worker.BindFlags(fs)
+	o.helm.BindFlags(fs)
 	fs.BoolVar(&o.verifyCommits, "verify-commits", false, "render only commits (or, for a tag --ref, annotated tags) signed by a key in --trusted-keys-file")
 	fs.StringVar(&o.trustedKeysFile, "trusted-keys-file", "", "armored OpenPGP public keys trusted to sign commits (with --verify-commits)")
 	if cmd == "run" || cmd == "sync" {
@@ -169,6 +171,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("the --render-max-* limits must be positive")
 	case o.worker.Validate() != nil:
 		return nil, o.worker.Validate()
+	case o.helm.Validate() != nil:
+		return nil, o.helm.Validate()
 	case o.verifyCommits && o.trustedKeysFile == "":
 		return nil, errors.New("--verify-commits needs --trusted-keys-file")
 	case !o.verifyCommits && o.trustedKeysFile != "":

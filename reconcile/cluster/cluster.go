@@ -36,6 +36,12 @@ type Client struct {
 
 	mu        sync.Mutex
 	lastReset time.Time // last discovery refresh for an unknown kind
+
+	// disc is the cached discovery the mapper reads (Capabilities).
+	disc discovery.CachedDiscoveryInterface
+	// seed is the instance's seed once read or made (Seed).
+	seedMu sync.Mutex
+	seed   []byte
 }
 
 // RediscoverAfter is the least time between two discovery refreshes made
@@ -75,8 +81,9 @@ func NewForHTTP(cfg *rest.Config, httpClient *http.Client, namespace string) (*C
 	// call. It resets the cache itself only until the cache was filled
 	// once; Mapping refreshes it for an unknown kind (a CRD installed
 	// since), at most once per RediscoverAfter.
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return &Client{dyn: dyn, mapper: mapper, types: fieldtypes.NewForDiscovery(dc), namespace: namespace, now: time.Now}, nil
+	disc := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(disc)
+	return &Client{dyn: dyn, mapper: mapper, disc: disc, types: fieldtypes.NewForDiscovery(dc), namespace: namespace, now: time.Now}, nil
 }
 
 // FieldTypes tells, from the server's OpenAPI v3 schemas, which fields are

@@ -65,6 +65,8 @@ type Config struct {
 	// Limits bound what rendering may read and produce; zero fields take
 	// the defaults of DefaultLimits.
 	Limits Limits
+	// Helm renders a chart at Path (a Chart.yaml there).
+	Helm Helm
 	// Worker, when set, runs kustomize in a worker process that is killed
 	// at the render's deadline (see Worker); nil runs it in-process.
 	Worker *Worker

@@ -84,6 +84,10 @@ func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
 		return nil, err
 	}
 	b := &budget{lim: s.cfg.Limits.withDefaults()}
+	if e, err := dir.FindEntry(chartFile); err == nil && (e.Mode.IsFile() || e.Mode == filemode.Symlink) {
+		ms, err := s.helm(ctx, repo, sha, root, b)
+		return ms, b.safe(err) // no error quotes a secret value (secrets.go)
+	}
 	for _, name := range kustomizationFiles {
 		if e, err := dir.FindEntry(name); err == nil && (e.Mode.IsFile() || e.Mode == filemode.Symlink) {
 			ms, err := s.kustomize(ctx, sha, root, b)
@@ -292,6 +296,87 @@ func (b *budget) appendObject(out []Manifest, file string, doc int, obj map[stri
 	return append(out, Manifest{File: file, Object: u}), nil
 }
 
+// helm renders the chart at s.dir, in a worker process when one is
+// configured (killed when ctx is done), and decodes each template's
+// output under the template's name.
+func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, root *object.Tree, b *budget) ([]Manifest, error) {
+	req, err := s.helmRequest(ctx, repo, sha)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	if s.cfg.Worker != nil {
+		out, err = s.renderInWorker(ctx, sha, b.lim, helmLabel(s.dir), &req)
+	} else {
+		out, err = inGoroutine(ctx, func() ([]byte, error) { return helmBuild(ctx, root, s.dir, b, req) })
+	}
+	if err != nil {
+		return nil, err
+	}
+	docs, crds, hooks := splitHelmOutput(out)
+	if log := s.cfg.Helm.Log; log != nil && len(crds)+len(hooks) > 0 {
+		log.InfoContext(ctx, "chart render left out what a namespaced instance does not apply (see docs/helm.md)",
+			"revision", sha[:12], "crds", crds, "hooks", hooks)
+	}
+	var ms []Manifest
+	for _, d := range docs {
+		m, err := b.decode(d.Source, d.Content)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m...)
+	}
+	return ms, nil
+}
+
+// helmRequest gathers what a chart's render needs from outside the chart:
+// the release, the values files, the cluster's capabilities, the seed and
+// the commit's time.
+func (s *Source) helmRequest(ctx context.Context, repo *git.Repository, sha string) (helmRequest, error) {
+	h := s.cfg.Helm
+	req := helmRequest{Release: h.Release, Namespace: h.Namespace, Values: h.Values}
+	if req.Release == "" {
+		req.Release = "release-name"
+	}
+	c, err := repo.CommitObject(plumbing.NewHash(sha))
+	if err != nil {
+		return req, fmt.Errorf("commit %s: %w", sha, err)
+	}
+	req.Now = c.Committer.When.UTC()
+	if h.Capabilities != nil {
+		if req.KubeVersion, req.APIVersions, err = h.Capabilities(ctx); err != nil {
+			return req, fmt.Errorf("the API server's capabilities, for the chart: %w", err)
+		}
+	}
+	if h.Seed != nil {
+		if req.Seed, err = h.Seed(ctx); err != nil {
+			return req, fmt.Errorf("the instance's seed, for the chart: %w", err)
+		}
+	}
+	return req, nil
+}
+
+// inGoroutine runs build in a goroutine of its own and returns as soon as
+// ctx is done; the build then goes on until it ends (a worker process is
+// the way to stop one).
+func inGoroutine(ctx context.Context, build func() ([]byte, error)) ([]byte, error) {
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := build()
+		done <- result{out, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case res := <-done:
+		return res.out, res.err
+	}
+}
+
 // kustomizeMu serialises kustomize runs: kustomize keeps global state (its
 // OpenAPI schema).
 var kustomizeMu sync.Mutex
@@ -306,7 +391,7 @@ func (s *Source) kustomize(ctx context.Context, sha string, root *object.Tree, b
 		err error
 	)
 	if s.cfg.Worker != nil {
-		out, err = s.kustomizeInWorker(ctx, sha, b.lim)
+		out, err = s.renderInWorker(ctx, sha, b.lim, label, nil)
 	} else {
 		out, err = kustomizeInProcess(ctx, root, s.dir, b)
 	}

@@ -17,7 +17,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 )
 
-// tripwire is a TCP listener and a fake git first on PATH; both record any
+// tripwire is a TCP listener and a fake git, helm and kustomize first on
+// PATH; they record any
 // attempt to reach them.
 type tripwire struct {
 	addr    string
@@ -51,8 +52,10 @@ func newTripwire(t *testing.T) *tripwire {
 	bin := t.TempDir()
 	tw.gitLog = filepath.Join(t.TempDir(), "git.log")
 	script := "#!/bin/sh\necho \"$@\" >> " + tw.gitLog + "\nexit 1\n"
-	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"git", "helm", "kustomize"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return tw
@@ -65,7 +68,7 @@ func (tw *tripwire) check(t *testing.T) {
 		t.Errorf("the listener saw %d connection(s), want none", n)
 	}
 	if b, err := os.ReadFile(tw.gitLog); err == nil {
-		t.Errorf("git was run:\n%s", b)
+		t.Errorf("git, helm or kustomize was run:\n%s", b)
 	}
 }
 

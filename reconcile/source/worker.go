@@ -84,6 +84,8 @@ type workerRequest struct {
 	Limits    Limits `json:"limits"`
 	MaxMemory int64  `json:"maxMemory"`
 	CPU       int64  `json:"cpuSeconds"` // RLIMIT_CPU; 0 for none
+	// Helm, when set, renders the chart at Dir; else kustomize builds it.
+	Helm *helmRequest `json:"helm,omitempty"`
 }
 
 // workerHeader is the first line of the worker's answer; Len bytes of
@@ -168,6 +170,9 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 		if err != nil {
 			return nil, err
 		}
+		if req.Helm != nil {
+			return helmBuild(context.Background(), root, req.Dir, b, *req.Helm)
+		}
 		return kustomizeBuild(context.Background(), root, req.Dir, b)
 	}()
 	w := bufio.NewWriter(out)
@@ -236,16 +241,15 @@ func vmSize() (uint64, error) {
 	return 0, errors.New("no VmSize in /proc/self/status")
 }
 
-// kustomizeInWorker builds the kustomization at s.dir in a worker process
-// and returns its YAML output.
-func (s *Source) kustomizeInWorker(ctx context.Context, sha string, lim Limits) ([]byte, error) {
+// renderInWorker builds the kustomization at s.dir (helm nil) or renders
+// the chart there in a worker process and returns its YAML output.
+func (s *Source) renderInWorker(ctx context.Context, sha string, lim Limits, label string, helm *helmRequest) ([]byte, error) {
 	w := s.cfg.Worker
-	label := kustomizeLabel(s.dir)
 	mem := w.MaxMemory
 	if mem <= 0 {
 		mem = DefaultWorkerMemory
 	}
-	req := workerRequest{Repo: s.cache, SHA: sha, Dir: s.dir, Limits: lim, MaxMemory: mem}
+	req := workerRequest{Repo: s.cache, SHA: sha, Dir: s.dir, Limits: lim, MaxMemory: mem, Helm: helm}
 	if s.kind == kindLocal {
 		req.Repo, req.Local = s.local, true
 	}

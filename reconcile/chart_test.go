@@ -1,0 +1,93 @@
+package reconcile_test
+
+import (
+	"strings"
+	"testing"
+
+	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/source"
+)
+
+// chartFiles is a chart at app/ with a vendored dependency, a values file
+// at the repository's root, a Secret whose password randAlphaNum makes and
+// a pre-install hook.
+func chartFiles(replicas string) map[string]string {
+	return map[string]string{
+		"app/Chart.yaml":  "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n- name: sub\n  version: 0.1.0\n",
+		"app/values.yaml": "replicas: 1\n",
+		"app/templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx}]
+`,
+		"app/templates/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-db
+stringData:
+  password: {{ randAlphaNum 20 | quote }}
+`,
+		"app/templates/hook.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hook\n  annotations: {\"helm.sh/hook\": pre-install}\n",
+		"app/charts/sub/Chart.yaml":        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+		"app/charts/sub/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-sub\n",
+		"prod.yaml":                        "replicas: " + replicas + "\n",
+	}
+}
+
+// A chart's objects are held like any others: the first tick applies them
+// (the hook left out), later ticks and a restarted process (a new
+// reconciler, a new clone) write nothing, because a chart's random values
+// come from the instance's seed, not from the process; a values change
+// rewrites only what it changes.
+func TestChartIsHeldAcrossRestarts(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Path = "app"
+	h.helm = &source.HelmOptions{Release: "shop", Values: []string{"prod.yaml"}}
+	h.repo.Commit("chart", chartFiles("2"))
+	r := h.mustTick(reconcile.OutcomeApplied)
+	if r.Counts.Created != 3 {
+		t.Fatalf("created %d, want 3 (Deployment, Secret, the dependency's ConfigMap; not the hook): %v", r.Counts.Created, r.Changes)
+	}
+	if d := h.get(gvrDeployment, "shop-web"); d == nil || d.Object["spec"].(map[string]any)["replicas"] != int64(2) {
+		t.Fatalf("Deployment shop-web with replicas from prod.yaml: %v", d)
+	}
+	if h.get(gvrConfigMap, "hook") != nil {
+		t.Error("the pre-install hook was applied as an ordinary object")
+	}
+	if h.get(gvrSecret, reconcile.SeedPrefix+"recond") == nil {
+		t.Fatal("no seed Secret after the first chart render")
+	}
+	pw := func() string {
+		s := h.get(gvrSecret, "shop-db")
+		if s == nil {
+			t.Fatal("Secret shop-db missing")
+		}
+		v, _ := s.Object["data"].(map[string]any)["password"].(string)
+		return v
+	}
+	first := pw()
+	for range 3 {
+		h.mustTick(reconcile.OutcomeConverged)
+	}
+	h.rec = nil // a restarted process renders the commit afresh
+	h.mustTick(reconcile.OutcomeConverged)
+	if got := pw(); got != first {
+		t.Errorf("the generated password changed across a restart: %s -> %s", first, got)
+	}
+
+	h.repo.Commit("scale", map[string]string{"prod.yaml": "replicas: 3\n"})
+	r = h.mustTick(reconcile.OutcomeApplied)
+	if r.Counts.Updated != 1 || !strings.Contains(r.Changes[0].String(), "Deployment/shop-web") {
+		t.Errorf("a values change updated %d object(s) (%v), want the Deployment only", r.Counts.Updated, r.Changes)
+	}
+	if got := pw(); got != first {
+		t.Errorf("the generated password changed with an unrelated values change: %s -> %s", first, got)
+	}
+}

@@ -1,0 +1,307 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"helm.sh/helm/v4/pkg/chart/common"
+	cutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+	loaderv2 "helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	"helm.sh/helm/v4/pkg/ignore"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+)
+
+// chartFile is the file whose presence in --path makes it a Helm chart.
+const chartFile = "Chart.yaml"
+
+// helmRequest is what rendering a chart needs besides the chart itself.
+// It crosses the worker's pipe as JSON.
+type helmRequest struct {
+	Release   string `json:"release"`
+	Namespace string `json:"namespace"`
+	// Values are repository-relative paths of values files, merged in
+	// order over the chart's values.yaml.
+	Values []string `json:"values,omitempty"`
+	// KubeVersion and APIVersions are .Capabilities; empty: the versions
+	// this build of recond knows.
+	KubeVersion string   `json:"kubeVersion,omitempty"`
+	APIVersions []string `json:"apiVersions,omitempty"`
+	// Now is what `now` returns: the commit's time, so that a render is a
+	// function of the commit.
+	Now time.Time `json:"now"`
+	// Seed keys the random functions (helmfuncs.go); nil: they fail.
+	Seed []byte `json:"seed,omitempty"`
+}
+
+// The lines of a chart render's output that say what it left out, before
+// the objects: one per CRD file of crds/ (recond's Role cannot create
+// CustomResourceDefinitions) and one per hook object ("Kind/name
+// (events)"), which are not applied.
+const (
+	skippedCRD  = "# recond-skipped-crd: "
+	skippedHook = "# recond-skipped-hook: "
+)
+
+// helmLabel names a chart's render in errors: "helm template <dir>".
+func helmLabel(dir string) string { return "helm template " + dir }
+
+// helmBuild renders the chart at dir of the commit's tree, sealed: every
+// file is read through the bounded tree file system (symbolic links only
+// inside the repository), dependencies only from the chart's charts/,
+// lookup returns nothing, DNS is never asked, a values schema's $ref
+// never leaves the chart, and the random and time functions are repeatable
+// (helmfuncs.go). It returns the objects as YAML documents, each after a
+// "# Source: <template>" line, and what it left out.
+func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, req helmRequest) (out []byte, err error) {
+	label := helmLabel(dir)
+	defer func() { err = b.safe(err) }()
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, renderFault(fmt.Errorf("helm failed: %v", p), label)
+		}
+	}()
+	tfs := newTreeFS(ctx, root, b)
+	ch, err := loadChart(tfs, dir)
+	if err != nil {
+		return nil, renderFault(err, label)
+	}
+	vals, err := helmValues(tfs, req.Values)
+	if err != nil {
+		return nil, renderFault(err, label)
+	}
+	caps, err := helmCapabilities(req)
+	if err != nil {
+		return nil, renderFault(err, label)
+	}
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: fmt.Errorf("chart requires kubeVersion %s, which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
+	}
+	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
+		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: err}
+	}
+	opts := common.ReleaseOptions{Name: req.Release, Namespace: req.Namespace, Revision: 1, IsInstall: true}
+	rv, err := cutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, true)
+	if err != nil {
+		return nil, &ManifestError{File: label, Err: fmt.Errorf("values: %w", err)}
+	}
+	if err := validateSchemas(ch, rv["Values"].(common.Values)); err != nil {
+		return nil, &ManifestError{File: label, Err: err}
+	}
+	e := engine.Engine{CustomTemplateFuncs: sealedFuncs(req)}
+	files, err := e.RenderWithContext(ctx, ch, rv)
+	if err != nil {
+		return nil, &ManifestError{File: label, Err: err}
+	}
+	if err := tfs.Err(); err != nil {
+		return nil, renderFault(err, label)
+	}
+	for k := range files {
+		if strings.HasSuffix(k, "NOTES.txt") {
+			delete(files, k)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, &ManifestError{File: label, Err: err}
+	}
+	var buf bytes.Buffer
+	for _, crd := range ch.CRDObjects() {
+		fmt.Fprintf(&buf, "%s%s\n", skippedCRD, oneLine(crd.Filename))
+	}
+	for _, h := range hooks {
+		fmt.Fprintf(&buf, "%s%s\n", skippedHook, oneLine(fmt.Sprintf("%s/%s (%s)", h.Kind, h.Name, hookEvents(h))))
+	}
+	for _, m := range manifests {
+		fmt.Fprintf(&buf, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+		if n := int64(buf.Len()); n > b.lim.MaxBytes {
+			return nil, newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
+
+// helmDocument is one template's output.
+type helmDocument struct {
+	Source  string // the template, "<chart>/templates/x.yaml"
+	Content []byte
+}
+
+// splitHelmOutput reads helmBuild's output back: each template's
+// document, and what was left out. A document never holds a "---" line
+// (releaseutil.SortManifests split them), so the separator is unambiguous.
+func splitHelmOutput(out []byte) (docs []helmDocument, crds, hooks []string) {
+	const sep = "---\n# Source: "
+	head, rest, found := bytes.Cut(out, []byte(sep))
+	for _, l := range strings.Split(string(head), "\n") {
+		if v, ok := strings.CutPrefix(l, skippedCRD); ok {
+			crds = append(crds, v)
+		} else if v, ok := strings.CutPrefix(l, skippedHook); ok {
+			hooks = append(hooks, v)
+		}
+	}
+	if !found {
+		return nil, crds, hooks
+	}
+	for _, part := range bytes.Split(rest, []byte("\n"+sep)) {
+		src, content, _ := bytes.Cut(part, []byte("\n"))
+		docs = append(docs, helmDocument{Source: string(src), Content: content})
+	}
+	return docs, crds, hooks
+}
+
+func hookEvents(h *release.Hook) string {
+	ev := make([]string, len(h.Events))
+	for i, e := range h.Events {
+		ev[i] = string(e)
+	}
+	return strings.Join(ev, ",")
+}
+
+// loadChart reads the chart at dir through tfs, as `helm template` reads a
+// chart directory: .helmignore honoured, a UTF-8 byte order mark dropped.
+// Only apiVersion v1 and v2 application charts are rendered, and every
+// dependency Chart.yaml names must be in the chart's charts/ (nothing is
+// ever downloaded).
+func loadChart(tfs *treeFS, dir string) (*chartv2.Chart, error) {
+	top := abs(dir)
+	rules := ignore.Empty()
+	if data, err := tfs.ReadFile(path.Join(top, ignore.HelmIgnore)); err == nil {
+		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
+			return nil, &ManifestError{File: path.Join(dir, ignore.HelmIgnore), Err: err}
+		}
+	}
+	rules.AddDefaults()
+	var files []*archive.BufferedFile
+	err := tfs.Walk(top, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, top), "/")
+		if rel == "" {
+			return nil
+		}
+		if fi.IsDir() {
+			if rules.Ignore(rel, fi) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if rules.Ignore(rel, fi) {
+			return nil
+		}
+		data, err := tfs.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files = append(files, &archive.BufferedFile{Name: rel, Data: bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loaderv2.LoadFiles(files)
+	if err != nil {
+		return nil, &ManifestError{File: dir, Err: fmt.Errorf("load chart: %w", err)}
+	}
+	switch ch.Metadata.APIVersion {
+	case chartv2.APIVersionV1, chartv2.APIVersionV2:
+	default:
+		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: fmt.Errorf("chart apiVersion %q is not supported (v1 or v2)", ch.Metadata.APIVersion)}
+	}
+	if t := ch.Metadata.Type; t != "" && t != "application" {
+		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: fmt.Errorf("%s charts are not installable", t)}
+	}
+	if err := checkDependencies(ch); err != nil {
+		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: err}
+	}
+	return ch, nil
+}
+
+// checkDependencies fails when a dependency Chart.yaml names is not in
+// charts/ (at any depth), naming the chart and the dependency.
+func checkDependencies(ch *chartv2.Chart) error {
+	var missing []string
+	for _, want := range ch.Metadata.Dependencies {
+		if !slices.ContainsFunc(ch.Dependencies(), func(d *chartv2.Chart) bool { return d.Name() == want.Name }) {
+			missing = append(missing, want.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("chart %s: dependencies not in its charts/ directory: %s (recond downloads nothing: vendor them, e.g. `helm dependency build`, and commit charts/)",
+			ch.Name(), strings.Join(missing, ", "))
+	}
+	for _, d := range ch.Dependencies() {
+		if err := checkDependencies(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// helmValues merges the values files (repository-relative paths) in
+// order, later ones winning, as `helm template -f a -f b` does.
+func helmValues(tfs *treeFS, files []string) (map[string]any, error) {
+	vals := map[string]any{}
+	for _, f := range files {
+		data, err := tfs.ReadFile(abs(path.Clean(f)))
+		if err != nil {
+			var me *ManifestError
+			if errors.As(err, &me) {
+				return nil, err
+			}
+			return nil, &ManifestError{File: f, Err: fmt.Errorf("values file (--%s): %w", FlagHelmValues, err)}
+		}
+		if err := tfs.b.inspect(f, data, false); err != nil {
+			return nil, err
+		}
+		cur, err := loaderv2.LoadValues(bytes.NewReader(data))
+		if err != nil {
+			return nil, &ManifestError{File: f, Err: fmt.Errorf("values file (--%s): %w", FlagHelmValues, err)}
+		}
+		vals = loaderv2.MergeMaps(vals, cur)
+	}
+	return vals, nil
+}
+
+// helmCapabilities is .Capabilities: the API server's version and API
+// versions when known, else what this build knows.
+func helmCapabilities(req helmRequest) (*common.Capabilities, error) {
+	caps := common.DefaultCapabilities.Copy()
+	if req.KubeVersion != "" {
+		kv, err := common.ParseKubeVersion(req.KubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes version %q: %w", req.KubeVersion, err)
+		}
+		caps.KubeVersion = *kv
+	}
+	if len(req.APIVersions) > 0 {
+		caps.APIVersions = common.VersionSet(slices.Clone(req.APIVersions))
+	}
+	return caps, nil
+}
+
+// sealedFuncs replaces the template functions whose result would depend
+// on something else than the commit: time, randomness, DNS, the cluster.
+func sealedFuncs(req helmRequest) template.FuncMap {
+	fm := repeatableFuncs(req.Seed, req.Now)
+	fm["lookup"] = func(string, string, string, string) (map[string]any, error) { return map[string]any{}, nil }
+	fm["getHostByName"] = func(string) string { return "" }
+	return fm
+}

@@ -1,0 +1,311 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// helmChart is a small chart at app/: a library of helpers, a dependency
+// vendored as a directory under charts/, a schema with an internal $ref,
+// NOTES.txt, a pre-install hook, a CRD, values overridden by a file at the
+// repository's root, a Secret whose password randAlphaNum makes, and a
+// ConfigMap that records now, lookup and getHostByName.
+func helmChart() map[string]string {
+	return map[string]string{
+		"app/Chart.yaml":  "apiVersion: v2\nname: app\nversion: 1.2.3\ndependencies:\n- name: sub\n  version: 0.1.0\n",
+		"app/values.yaml": "replicas: 1\nimage: nginx:1\nsub:\n  greeting: hello\n",
+		"app/values.schema.json": `{"type": "object", "properties": {"replicas": {"$ref": "#/definitions/count"}},
+ "definitions": {"count": {"type": "integer", "minimum": 0}}}`,
+		"app/templates/_helpers.tpl": `{{- define "app.fullname" -}}{{ .Release.Name }}-{{ .Chart.Name }}{{- end -}}`,
+		"app/templates/NOTES.txt":    "thanks for installing {{ .Release.Name }}\n",
+		"app/templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "app.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: {{ .Values.image | quote }}}
+`,
+		"app/templates/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ include "app.fullname" . }}-db
+stringData:
+  password: {{ randAlphaNum 24 | quote }}
+  id: {{ uuidv4 | quote }}
+`,
+		"app/templates/probe.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: probe
+data:
+  now: {{ now | date "2006-01-02T15:04:05Z07:00" | quote }}
+  lookup: {{ lookup "v1" "Secret" "kube-system" "x" | toJson | quote }}
+  host: {{ getHostByName "helm-tripwire.invalid" | quote }}
+  version: {{ .Capabilities.KubeVersion.Version | quote }}
+`,
+		"app/templates/hook.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+  annotations: {"helm.sh/hook": pre-install}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: m, image: busybox}]
+`,
+		"app/crds/widget.yaml":               "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n",
+		"app/charts/sub/Chart.yaml":          "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+		"app/charts/sub/templates/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-sub\ndata:\n  greeting: {{ .Values.greeting }}\n",
+		"app/charts/sub/templates/NOTES.txt": "sub notes\n",
+		"prod.yaml":                          "replicas: 3\n",
+		"image.yaml":                         "image: nginx:2\nreplicas: 4\n",
+	}
+}
+
+func helmConfig(dir string, worker *Worker, seed []byte) Config {
+	return Config{URL: dir, Path: "app", Worker: worker, Helm: Helm{
+		HelmOptions: HelmOptions{Release: "web", Values: []string{"prod.yaml"}},
+		Namespace:   "team",
+		Seed:        func(context.Context) ([]byte, error) { return seed, nil },
+		Capabilities: func(context.Context) (string, []string, error) {
+			return "v1.37.2", []string{"v1", "apps/v1", "batch/v1"}, nil
+		},
+	}}
+}
+
+// byName indexes a render's objects by "Kind/name".
+func byName(t *testing.T, ms []Manifest) map[string]Manifest {
+	t.Helper()
+	out := map[string]Manifest{}
+	for _, m := range ms {
+		out[m.Object.GetKind()+"/"+m.Object.GetName()] = m
+	}
+	return out
+}
+
+func TestHelmRender(t *testing.T) {
+	dir := t.TempDir()
+	files := helmChart()
+	sha := newTestRepo(t, dir).commit(files)
+	for _, worker := range []*Worker{nil, testWorker(t)} {
+		t.Run(fmt.Sprintf("worker=%t", worker != nil), func(t *testing.T) {
+			ms, err := mustNew(t, helmConfig(dir, worker, []byte("seed"))).Render(context.Background(), sha)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := byName(t, ms)
+			want := []string{"ConfigMap/probe", "ConfigMap/web-sub", "Deployment/web-app", "Secret/web-app-db"}
+			if d := cmp.Diff(want, sortedKeys(got)); d != "" {
+				t.Fatalf("objects (-want +got), hooks, NOTES and CRDs left out:\n%s", d)
+			}
+			if f := got["Deployment/web-app"].File; f != "app/templates/deployment.yaml" {
+				t.Errorf("the Deployment's file = %q, want its template", f)
+			}
+			d := got["Deployment/web-app"].Object.Object
+			if r := d["spec"].(map[string]any)["replicas"]; r != int64(3) {
+				t.Errorf("replicas = %v, want 3 from prod.yaml over values.yaml", r)
+			}
+			if ns := got["Deployment/web-app"].Object.GetNamespace(); ns != "team" {
+				t.Errorf(".Release.Namespace = %q, want team", ns)
+			}
+			probe := got["ConfigMap/probe"].Object.Object["data"].(map[string]any)
+			if probe["lookup"] != "{}" || probe["host"] != "" || probe["version"] != "v1.37.2" {
+				t.Errorf("lookup, getHostByName, .Capabilities = %v; want {}, \"\", v1.37.2", probe)
+			}
+			if sub := got["ConfigMap/web-sub"].Object.Object["data"].(map[string]any); sub["greeting"] != "hello" {
+				t.Errorf("the dependency's values: %v", sub)
+			}
+		})
+	}
+}
+
+func sortedKeys(m map[string]Manifest) []string {
+	k := make([]string, 0, len(m))
+	for n := range maps.Keys(m) {
+		k = append(k, n)
+	}
+	return sortStrings(k)
+}
+
+func sortStrings(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s
+}
+
+// The same commit renders the same objects in every process with the same
+// seed (in-process and in a worker, by two Sources); another seed makes
+// other values; `now` is the commit's time; without a seed the random
+// functions fail the render.
+func TestHelmRepeatable(t *testing.T) {
+	dir := t.TempDir()
+	sha := newTestRepo(t, dir).commit(helmChart())
+	render := func(worker *Worker, seed []byte) (map[string]any, error) {
+		ms, err := mustNew(t, helmConfig(dir, worker, seed)).Render(context.Background(), sha)
+		if err != nil {
+			return nil, err
+		}
+		got := byName(t, ms)
+		out := maps.Clone(got["Secret/web-app-db"].Object.Object["stringData"].(map[string]any))
+		out["now"] = got["ConfigMap/probe"].Object.Object["data"].(map[string]any)["now"]
+		return out, nil
+	}
+	a, err := render(nil, []byte("seed-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := render(testWorker(t), []byte("seed-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(a, b); d != "" {
+		t.Errorf("two renders of one commit with one seed differ (-in-process +worker):\n%s", d)
+	}
+	if p := a["password"].(string); len(p) != 24 {
+		t.Errorf("password %q: want 24 characters", p)
+	}
+	c, err := render(nil, []byte("seed-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a["password"] == c["password"] || a["id"] == c["id"] {
+		t.Errorf("another seed made the same values: %v and %v", a, c)
+	}
+	if want := time.Unix(1_700_000_060, 0).UTC().Format(time.RFC3339); a["now"] != want {
+		t.Errorf("now = %v, want the commit's time %s", a["now"], want)
+	}
+	if _, err := render(nil, nil); !errors.Is(err, ErrNoSeed) {
+		t.Errorf("render without a seed: %v; want ErrNoSeed", err)
+	}
+}
+
+// What cannot be rendered fails read with a *ManifestError naming it.
+func TestHelmRenderErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change map[string]string
+		values []string
+		want   []string
+	}{
+		{"missing dependency", map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n- name: sub\n  version: 0.1.0\n- name: common\n  version: 2.0.0\n  repository: https://charts.example.com\n"},
+			nil, []string{"app/Chart.yaml", "chart app", "common"}},
+		{"missing values file", nil, []string{"nowhere.yaml"}, []string{"nowhere.yaml"}},
+		{"invalid values file", map[string]string{"bad.yaml": "replicas: [\n"}, []string{"bad.yaml"}, []string{"bad.yaml"}},
+		{"values against the schema", map[string]string{"neg.yaml": "replicas: -1\n"}, []string{"neg.yaml"}, []string{"schema", "app", "minimum"}},
+		{"template error", map[string]string{"app/templates/bad.yaml": "{{ fail \"no\" }}\n"}, nil, []string{"bad.yaml", "no"}},
+		{"apiVersion v3", map[string]string{"app/Chart.yaml": "apiVersion: v3\nname: app\nversion: 1.0.0\n"}, nil, []string{"v3"}},
+		{"library chart", map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\ntype: library\n"}, nil, []string{"library"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := helmChart()
+			maps.Copy(files, tc.change)
+			sha := newTestRepo(t, dir).commit(files)
+			cfg := helmConfig(dir, nil, []byte("seed"))
+			if tc.values != nil {
+				cfg.Helm.Values = tc.values
+			}
+			_, err := mustNew(t, cfg).Render(context.Background(), sha)
+			var me *ManifestError
+			if !errors.As(err, &me) {
+				t.Fatalf("Render() error = %v; want a *ManifestError", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Rendering a chart reaches no network, runs no process and resolves no
+// name, whatever the chart holds: lookup, getHostByName, a schema $ref to
+// a URL or a file, .Files outside the chart, a dependency with a
+// repository URL. A fake helm and git first on PATH, a listener and a
+// resolver that counts its queries record any attempt.
+func TestHelmSealed(t *testing.T) {
+	tw := newTripwire(t)
+	var queries atomic.Int64
+	saved := net.DefaultResolver
+	net.DefaultResolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+		queries.Add(1)
+		return nil, errors.New("no resolver here")
+	}}
+	t.Cleanup(func() { net.DefaultResolver = saved })
+
+	url := "http://" + tw.addr + "/schema.json"
+	cases := map[string]map[string]string{
+		"lookup and DNS": {"app/templates/x.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: x}
+data:
+  a: {{ lookup "v1" "Namespace" "" "" | toJson | quote }}
+  b: {{ getHostByName "` + tw.addr + `" | quote }}
+  c: {{ getHostByName "tripwire.example.com" | quote }}
+`},
+		"files outside the chart": {"app/templates/x.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: x}
+data:
+  a: {{ .Files.Get "../prod.yaml" | quote }}
+  b: {{ .Files.Get "/etc/passwd" | quote }}
+  c: {{ .Files.Get "../../../../etc/passwd" | quote }}
+`},
+		"schema ref to a URL":      {"app/values.schema.json": `{"$ref": "` + url + `"}`},
+		"schema ref to a file":     {"app/values.schema.json": `{"$ref": "file:///etc/passwd"}`},
+		"schema ref relative":      {"app/values.schema.json": `{"$ref": "../../prod.yaml"}`},
+		"schema $schema URL":       {"app/values.schema.json": `{"$schema": "` + url + `", "type": "object"}`},
+		"dependency repository":    {"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n- name: sub\n  version: 0.1.0\n- name: far\n  version: 1.0.0\n  repository: " + "http://" + tw.addr + "\n"},
+		"symlink out of the chart": {"app/templates/link.yaml": ""},
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := helmChart()
+			maps.Copy(files, change)
+			r := newTestRepo(t, dir)
+			var sha string
+			if name == "symlink out of the chart" {
+				delete(files, "app/templates/link.yaml")
+				sha = commitLinks(t, r, files, map[string]string{"app/templates/link.yaml": "/etc/passwd", "app/templates/up.yaml": "../../../../etc/passwd"})
+			} else {
+				sha = r.commit(files)
+			}
+			ms, err := mustNew(t, helmConfig(dir, nil, []byte("seed"))).Render(context.Background(), sha)
+			t.Logf("objects %v, error %v", names(ms), err)
+			if err == nil {
+				x := byName(t, ms)["ConfigMap/x"].Object
+				if x != nil && strings.Contains(fmt.Sprint(x.Object["data"]), "root:") {
+					t.Errorf("a file outside the chart was read: %v", x.Object["data"])
+				}
+			} else if me := (*ManifestError)(nil); !errors.As(err, &me) {
+				t.Errorf("Render() error = %v; want a *ManifestError or success", err)
+			}
+		})
+	}
+	tw.check(t)
+	if n := queries.Load(); n != 0 {
+		t.Errorf("the resolver was asked %d time(s), want never", n)
+	}
+}
