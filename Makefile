@@ -113,7 +113,7 @@ bench: control-plane
 
 ## demo: recond holding a namespace of a local control plane against a local repository
 demo: build control-plane
-	$(GO) run ./hack/demo -recond bin/recond -examples examples/demo-app
+	$(GO) run ./hack/demo -recond bin/recond -examples examples/demo-app -chart examples/demo-chart
 
 clean:
 	rm -rf bin

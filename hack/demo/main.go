@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,9 +38,10 @@ import (
 func main() {
 	recond := flag.String("recond", "bin/recond", "recond binary")
 	examples := flag.String("examples", "examples/demo-app", "manifests to put in the repository")
+	chart := flag.String("chart", "examples/demo-chart", "a Helm chart to put in a second repository")
 	interval := flag.Duration("interval", 4*time.Second, "recond's --interval")
 	flag.Parse()
-	if err := demo(*recond, *examples, *interval); err != nil {
+	if err := demo(*recond, *examples, *chart, *interval); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -48,7 +51,7 @@ func say(format string, args ...any) {
 	fmt.Printf("\n\033[1m== "+format+"\033[0m\n", args...)
 }
 
-func demo(recondBin, examples string, interval time.Duration) error {
+func demo(recondBin, examples, chart string, interval time.Duration) error {
 	ctx := context.Background()
 	say("starting kube-apiserver and etcd on 127.0.0.1")
 	start := time.Now()
@@ -387,7 +390,10 @@ func demo(recondBin, examples string, interval time.Duration) error {
 				field(line, "outcome"), field(line, "pruned"), time.Since(start).Round(time.Millisecond))
 		}
 	}
-	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render and survived a crash; every later tick is converged")
+	if err := chartStep(ctx, cs, recondBin, chart, work, kubeconfig); err != nil {
+		return err
+	}
+	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, survived a crash and held a Helm chart; every later tick is converged")
 	return nil
 }
 
@@ -499,18 +505,22 @@ func newRepo(dir, examples string) (*demoRepo, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(examples)
+	files := map[string]func(string) string{}
+	err = filepath.WalkDir(examples, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(examples, p)
+		content := string(b)
+		files[filepath.ToSlash(rel)] = func(string) string { return content }
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	files := map[string]func(string) string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(examples, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		content := string(b)
-		files[e.Name()] = func(string) string { return content }
 	}
 	d := &demoRepo{dir: dir, repo: r}
 	_, err = d.edit("the demo app", files)
@@ -534,6 +544,9 @@ func (d *demoRepo) edit(msg string, files map[string]func(string) string) (strin
 		p := filepath.Join(d.dir, name)
 		old, err := os.ReadFile(p)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return "", err
 		}
 		if err := os.WriteFile(p, []byte(f(string(old))), 0o644); err != nil {
@@ -563,4 +576,74 @@ func (d *demoRepo) commit(wt *git.Worktree, msg string) (string, error) {
 		return "", err
 	}
 	return h.String(), nil
+}
+
+// chartStep holds a Helm chart in a namespace of its own with `recond
+// sync` (one process per tick, as a CI job would run it): the first sync
+// applies the chart (its vendored dependency included, its hook left
+// out), a values change rewrites only the Deployment, and a further
+// process writes nothing: the generated password comes from the
+// instance's seed, not from the process.
+func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, work, kubeconfig string) error {
+	const ns, name = "demo-chart", "prod"
+	say("a Helm chart (%s: a vendored dependency, a generated password, a hook), rendered by recond itself: no helm binary, no network, no lookup", chart)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	dir := filepath.Join(work, "chart-repo")
+	repo, err := newRepo(dir, chart)
+	if err != nil {
+		return err
+	}
+	sync := func(what string) error {
+		args := []string{"sync", "--repo", dir, "--namespace", ns, "--name", name, "--helm-values", "values-prod.yaml",
+			"--kubeconfig", kubeconfig, "--log-format", "text", "--cache-dir", filepath.Join(work, "chart-cache")}
+		cmd := exec.Command(recondBin, args...)
+		var out strings.Builder
+		cmd.Stderr = &out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("recond sync (%s): %w\n%s", what, err, out.String())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if strings.Contains(line, " tick ") || strings.Contains(line, "chart render left out") {
+				fmt.Println("  " + line)
+			}
+		}
+		return nil
+	}
+	password := func() (string, error) {
+		s, err := cs.CoreV1().Secrets(ns).Get(ctx, name+"-shop-db", metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		p := s.Data["password"]
+		return fmt.Sprintf("sha256:%x (%d characters)", sha256.Sum256(p), len(p))[:15] + "... (" + strconv.Itoa(len(p)) + " characters)", nil
+	}
+	fmt.Printf("recond sync --name %s --namespace %s --helm-values values-prod.yaml (commit %s)\n", name, ns, repo.head()[:12])
+	if err := sync("first"); err != nil {
+		return err
+	}
+	first, err := password()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("generated password %s, from Secret recond-seed-%s\n", first, name)
+	sha, err := repo.edit("scale to 3", map[string]func(string) string{"values-prod.yaml": func(string) string { return "replicas: 3\n" }})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("committed %s: values-prod.yaml says replicas: 3; only the Deployment is rewritten\n", sha[:12])
+	if err := sync("values change"); err != nil {
+		return err
+	}
+	fmt.Println("a new process renders the same commit again: nothing to write")
+	if err := sync("again"); err != nil {
+		return err
+	}
+	again, err := password()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("generated password %s (the same: docs/helm.md)\n", again)
+	return nil
 }

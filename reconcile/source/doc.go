@@ -22,7 +22,9 @@
 // without a restart, and never appear in errors or in [Source.DisplayURL].
 //
 // Rendering reads files straight from the commit's tree (no checkout). When
-// the configured directory holds a kustomization, kustomize runs, in a
+// the configured directory holds a Chart.yaml, the chart is rendered with
+// Helm's engine (helm.go: sealed, repeatable, in the same Worker as
+// kustomize; see docs/helm.md). When it holds a kustomization, kustomize runs, in a
 // [Worker] process killed at the render's deadline when Config.Worker is set
 // (in-process otherwise); otherwise every .yaml, .yml and .json file below the directory is
 // decoded, in lexical path order: multi-document YAML and JSON, empty

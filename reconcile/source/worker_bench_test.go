@@ -53,3 +53,74 @@ func BenchmarkKustomizeRender(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHelmRender renders a chart of n Deployments, n Services and n
+// ConfigMaps (three templates ranging over a list in the values, helpers,
+// a vendored dependency) in-process and in a worker process, the way
+// recond renders a chart once per revision.
+//
+//	go test -run XXX -bench HelmRender -benchtime 20x ./reconcile/source/
+func BenchmarkHelmRender(b *testing.B) {
+	for _, n := range []int{1, 100} {
+		var items strings.Builder
+		for i := range n {
+			fmt.Fprintf(&items, "- name: app%d\n  image: nginx:1.27\n", i)
+		}
+		files := helmChart()
+		files["app/values.yaml"] = "replicas: 1\nimage: nginx:1\nsub:\n  greeting: hello\napps:\n" + items.String()
+		files["app/templates/many.yaml"] = `{{- range .Values.apps }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "app.fullname" $ }}-{{ .name }}
+spec:
+  replicas: {{ $.Values.replicas }}
+  selector: {matchLabels: {app: {{ .name }}}}
+  template:
+    metadata: {labels: {app: {{ .name }}}}
+    spec:
+      containers: [{name: c, image: {{ .image | quote }}}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .name }}
+spec:
+  selector: {app: {{ .name }}}
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .name }}-config
+data:
+  password: {{ randAlphaNum 16 | quote }}
+{{- end }}
+`
+		dir := b.TempDir()
+		sha := newTestRepo(b, dir).commit(files)
+		want := 3*n + 4
+		for _, worker := range []bool{false, true} {
+			name := fmt.Sprintf("objects=%d/in-process", want)
+			var w *Worker
+			if worker {
+				name = fmt.Sprintf("objects=%d/worker", want)
+				exe, _ := os.Executable()
+				w = &Worker{Path: exe}
+			}
+			s, err := New(helmConfig(dir, w, []byte("seed")))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					ms, err := s.Render(context.Background(), sha)
+					if err != nil || len(ms) != want {
+						b.Fatalf("Render = %d objects, %v", len(ms), err)
+					}
+				}
+			})
+		}
+	}
+}

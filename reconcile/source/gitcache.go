@@ -1,0 +1,168 @@
+package source
+
+import (
+	"compress/flate"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// open opens the repository Render reads from: the local repository, or
+// the cache of a remote one. Its large objects are streamed when read (see
+// streamLarge), so that looking at an object's size never costs its content.
+func (s *Source) open() (*git.Repository, error) {
+	repo, err := s.openPlain()
+	if err != nil {
+		return nil, err
+	}
+	return streamLarge(repo)
+}
+
+func (s *Source) openPlain() (*git.Repository, error) {
+	if s.kind == kindLocal {
+		repo, err := git.PlainOpenWithOptions(s.local, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+		if errors.Is(err, git.ErrRepositoryNotExists) {
+			// DetectDotGit only finds .git directories; try a bare repository.
+			if bare, bareErr := git.PlainOpen(s.local); bareErr == nil {
+				return bare, nil
+			}
+		}
+		return repo, err
+	}
+	repo, err := git.PlainOpen(s.cache)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, fmt.Errorf("no clone cached yet (Fetch first): %w", err)
+	}
+	return repo, err
+}
+
+// openCache opens the bare clone of a remote repository, creating it when
+// missing.
+func (s *Source) openCache() (*git.Repository, error) {
+	repo, err := git.PlainOpen(s.cache)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		// Whatever is at s.cache is not a repository; it is ours to replace.
+		if err = os.RemoveAll(s.cache); err == nil {
+			if err = os.MkdirAll(filepath.Dir(s.cache), 0o755); err == nil {
+				repo, err = git.PlainInit(s.cache, true)
+			}
+		}
+	}
+	if err != nil {
+		return nil, &cacheError{err}
+	}
+	return repo, nil
+}
+
+// cacheLocks serialises work on one cache directory across Sources.
+var cacheLocks sync.Map // string → *sync.RWMutex
+
+func cacheLock(dir string) *sync.RWMutex {
+	mu, _ := cacheLocks.LoadOrStore(dir, new(sync.RWMutex))
+	return mu.(*sync.RWMutex)
+}
+
+// cacheError is a problem with the local clone that starting over may fix.
+type cacheError struct{ err error }
+
+func (e *cacheError) Error() string { return "cache: " + e.err.Error() }
+func (e *cacheError) Unwrap() error { return e.err }
+
+// brokenCache reports whether err may come from the cached clone (and a
+// fresh one may not fail): every error but those of the remote, the network,
+// the credentials, a missing ref or a stop. A damaged clone fails in more
+// ways than go-git has types for (garbage in a pack is "invalid git object",
+// in an index "malformed IDX file", a truncated file io.ErrUnexpectedEOF), so
+// what is rebuilt is decided by what is not the clone's: a needless rebuild
+// costs one depth-1 clone, a missed one fails every tick forever.
+func brokenCache(err error) bool {
+	// go-git hides a transport's failure (a *url.Error, a *githttp.Err for
+	// a 5xx) in a plumbing.UnexpectedError without Unwrap.
+	err = wrapGoGit(err)
+	var (
+		ce      *cacheError
+		re      *remoteError
+		urlErr  *url.Error
+		opErr   *net.OpError
+		httpErr *githttp.Err
+		keyErr  *knownhosts.KeyError
+	)
+	switch {
+	case errors.As(err, &ce), errors.Is(err, plumbing.ErrObjectNotFound):
+		return true
+	case errors.As(err, &re), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, plumbing.ErrReferenceNotFound),
+		errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		errors.Is(err, transport.ErrInvalidAuthMethod), errors.Is(err, transport.ErrRepositoryNotFound),
+		errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, errCredentials),
+		// (Not net.Error: syscall.Errno is one, and a full disk is the
+		// clone's.)
+		errors.As(err, &urlErr), errors.As(err, &opErr),
+		errors.As(err, &httpErr), errors.As(err, &keyErr),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		strings.Contains(err.Error(), "ssh: unable to authenticate"):
+		return false
+	}
+	return true
+}
+
+// renderFailed notes that rendering sha failed with err: unless err is the
+// commit's own fault (a *ManifestError that is not about reading an object)
+// or a stop, the next Fetch clones afresh, once per revision.
+func (s *Source) renderFailed(sha string, err error) {
+	var (
+		me *ManifestError
+		we *workerError
+	)
+	if s.kind == kindLocal || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &me) && !readFault(err) || errors.As(err, &we) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rebuilt != sha {
+		s.suspect = sha
+	}
+}
+
+// takeSuspect returns the revision to clone afresh for ("" for none) and
+// remembers it was.
+func (s *Source) takeSuspect() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sha := s.suspect
+	if sha != "" {
+		s.suspect, s.rebuilt = "", sha
+	}
+	return sha
+}
+
+// readFault reports whether err is go-git failing to read an object of the
+// clone (missing, or damaged beyond what its types tell).
+func readFault(err error) bool {
+	msg := err.Error()
+	var (
+		ore     *objectReadError
+		corrupt flate.CorruptInputError
+	)
+	return errors.As(err, &ore) || errors.As(err, &corrupt) || errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) ||
+		errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(msg, "invalid git object") || strings.Contains(msg, "malformed IDX") ||
+		strings.Contains(msg, "zlib: invalid") || strings.Contains(msg, "packfile")
+}
