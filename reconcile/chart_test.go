@@ -34,7 +34,7 @@ metadata:
 stringData:
   password: {{ randAlphaNum 20 | quote }}
 `,
-		"app/templates/hook.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hook\n  annotations: {\"helm.sh/hook\": pre-install}\n",
+		"app/templates/hook.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hook\n  annotations: {\"helm.sh/hook\": pre-install}\n",
 		"app/charts/sub/Chart.yaml":        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
 		"app/charts/sub/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-sub\n",
 		"prod.yaml":                        "replicas: " + replicas + "\n",
