@@ -13,12 +13,14 @@ JAEGER_VERSION := $(shell awk '$$1 == "github.com/jaegertracing/jaeger" {print s
 JAEGER_BIN   ?= $(TOOLS_DIR)/jaeger-$(JAEGER_VERSION)/jaeger
 PROMTOOL_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print substr($$2, 2)}' tools/promtool/go.mod)
 PROMTOOL     ?= $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)/promtool
+HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v4" {print substr($$2, 2)}' tools/helm/go.mod)
+HELM_BIN     ?= $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO           ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 40m
 
 export GOTOOLCHAIN := go1.27.3
-export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL
+export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL HELM_BIN
 
 # Deployment manifests, image and their test inputs.
 include deploy/deploy.mk
@@ -36,10 +38,11 @@ build:
 control-plane:
 	@hack/build-control-plane.sh $(KUBEBUILDER_ASSETS)
 
-## tools: Jaeger (traces end to end) and promtool (rule tests), built once into $(TOOLS_DIR)
+## tools: Jaeger (traces end to end), promtool (rule tests) and helm (the chart corpus), built once into $(TOOLS_DIR)
 tools:
 	@hack/build-tool.sh tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger $(JAEGER_BIN)
 	@hack/build-tool.sh tools/promtool github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL)
+	@hack/build-tool.sh tools/helm helm.sh/helm/v4/cmd/helm $(HELM_BIN)
 
 ## prometheus: a Prometheus server for the end-to-end alert test (Debian's package, if missing)
 prometheus:

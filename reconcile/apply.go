@@ -216,6 +216,11 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 	if r.cfg.DryRun {
 		return nil
 	}
+	// A revision's pre-hooks run (and succeed) before anything of it is
+	// written; while one runs, the tick writes nothing more.
+	if ok, err := r.hooksBefore(ctx, st); !ok || err != nil {
+		return err
+	}
 	// Record the kinds about to be written before writing them, with the
 	// revision still the last one applied in full: if this tick stops half
 	// way, the next one still lists (and can prune) what it wrote.
@@ -301,11 +306,15 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 			return writeFailed(st, err)
 		}
 	}
-	if err := r.saveInventory(ctx, nextInventory(st, owned)); err != nil {
+	next := nextInventory(st, owned)
+	if err := r.saveInventory(ctx, next); err != nil {
 		return err
 	}
+	st.inv = next
 	st.RevisionApplied = inv.Revision != st.Revision
-	return nil
+	// Post-hooks run once the revision was applied in full and a tick
+	// found it healthy.
+	return r.hooksAfter(ctx, st)
 }
 
 // writeFailed is the apply's error when a wave of writes (or prunes) ended
@@ -489,6 +498,9 @@ func (v *validatedCreates) done(desired *unstructured.Unstructured) {
 // serve now, and records the revision as applied.
 func nextInventory(st *State, owned map[string]bool) *inventory {
 	inv := &inventory{Revision: st.Revision}
+	if st.inv != nil {
+		inv.Hooks = st.inv.Hooks.clone()
+	}
 	for _, d := range st.Desired {
 		inv.add(d.GroupVersionKind())
 	}

@@ -42,7 +42,7 @@ stringData:
 }
 
 // A chart's objects are held like any others: the first tick applies them
-// (the hook left out), later ticks and a restarted process (a new
+// (the pre-install hook run first), later ticks and a restarted process (a new
 // reconciler, a new clone) write nothing, because a chart's random values
 // come from the instance's seed, not from the process; a values change
 // rewrites only what it changes.
@@ -53,13 +53,13 @@ func TestChartIsHeldAcrossRestarts(t *testing.T) {
 	h.repo.Commit("chart", chartFiles("2"))
 	r := h.mustTick(reconcile.OutcomeApplied)
 	if r.Counts.Created != 3 {
-		t.Fatalf("created %d, want 3 (Deployment, Secret, the dependency's ConfigMap; not the hook): %v", r.Counts.Created, r.Changes)
+		t.Fatalf("created %d, want 3 (Deployment, Secret, the dependency's ConfigMap; the hook is run, not held): %v", r.Counts.Created, r.Changes)
 	}
 	if d := h.get(gvrDeployment, "shop-web"); d == nil || d.Object["spec"].(map[string]any)["replicas"] != int64(2) {
 		t.Fatalf("Deployment shop-web with replicas from prod.yaml: %v", d)
 	}
-	if h.get(gvrConfigMap, "hook") != nil {
-		t.Error("the pre-install hook was applied as an ordinary object")
+	if hk := h.get(gvrConfigMap, "hook"); hk == nil || hk.GetLabels()[reconcile.LabelManagedBy] != "" {
+		t.Errorf("the pre-install hook: %v; want it run as a hook (not owned)", hk)
 	}
 	if h.get(gvrSecret, reconcile.SeedPrefix+"recond") == nil {
 		t.Fatal("no seed Secret after the first chart render")

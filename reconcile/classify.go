@@ -40,10 +40,13 @@ func Classify(err error) Reason {
 		noKind *meta.NoKindMatchError
 		hostKy *knownhosts.KeyError
 		gitErr *githttp.Err
+		hook   *HookError
 	)
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &hook):
+		return ReasonHook
 	case errors.As(err, &inv), errors.As(err, &man):
 		return ReasonInvalid
 	case errors.As(err, &sig):

@@ -153,6 +153,10 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 	}
 	h.Status = health.Of(statuses)
 	st.Health = h
+	if h.Status == health.Healthy && st.Revision != "" {
+		rev := st.Revision
+		r.healthy.Store(&rev)
+	}
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("recond.health", string(h.Status)),
 		attribute.Int("recond.objects.assessed", len(h.Objects)),
 		attribute.Int("recond.objects.unhealthy", len(h.Objects)-h.Counts[health.Current]))

@@ -23,6 +23,8 @@ import (
 type inventory struct {
 	Kinds    []schema.GroupVersionKind
 	Revision string
+	// Hooks is the state of the hooks of the last revision that had any.
+	Hooks *hookState
 	// UID and ResourceVersion are the ConfigMap's (empty until it exists);
 	// not compared.
 	UID             types.UID
@@ -47,7 +49,7 @@ func (inv *inventory) add(gvk schema.GroupVersionKind) {
 }
 
 func (inv *inventory) equal(o *inventory) bool {
-	return inv.Revision == o.Revision && slices.Equal(inv.Kinds, o.Kinds)
+	return inv.Revision == o.Revision && slices.Equal(inv.Kinds, o.Kinds) && inv.Hooks.encode() == o.Hooks.encode()
 }
 
 // loadInventory returns the inventory the tick works with, read once per
@@ -126,7 +128,7 @@ func sameInventory(cm *unstructured.Unstructured, mem *inventory) bool {
 // marks it for rewriting and says so, once per loss.
 func (r *Reconciler) compareInventory(ctx context.Context, mem *inventory, cm *unstructured.Unstructured) *inventory {
 	name := inventoryName(r.cfg.Name)
-	inv := &inventory{Kinds: slices.Clone(mem.Kinds), Revision: mem.Revision}
+	inv := &inventory{Kinds: slices.Clone(mem.Kinds), Revision: mem.Revision, Hooks: mem.Hooks.clone()}
 	var what string
 	switch {
 	case cm == nil:
@@ -225,6 +227,9 @@ func parseInventory(cm *unstructured.Unstructured) (*inventory, error) {
 		return inv, nil
 	}
 	inv.Revision = data["revision"]
+	if inv.Hooks, err = parseHookState(data["hooks"]); err != nil {
+		return nil, err
+	}
 	for i, line := range strings.Split(data["kinds"], "\n") {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
@@ -249,7 +254,11 @@ func (inv *inventory) data() map[string]any {
 	for _, k := range inv.Kinds {
 		lines = append(lines, k.GroupVersion().String()+" "+k.Kind)
 	}
-	return map[string]any{"kinds": strings.Join(lines, "\n"), "revision": inv.Revision}
+	data := map[string]any{"kinds": strings.Join(lines, "\n"), "revision": inv.Revision}
+	if inv.Hooks != nil {
+		data["hooks"] = inv.Hooks.encode()
+	}
+	return data
 }
 
 // saveInventory writes inv when it differs from what is stored, or when

@@ -92,6 +92,9 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	if r.Counts.Equivalent > 0 {
 		attrs = append(attrs, "server_equivalent", r.Counts.Equivalent)
 	}
+	if len(r.HooksWaiting) > 0 {
+		attrs = append(attrs, "hooks_waiting", joinList(r.HooksWaiting))
+	}
 	if h := r.Health; h != nil {
 		attrs = append(attrs, "health_status", string(h.Status))
 		if bad := h.Unhealthy(); len(bad) > 0 {

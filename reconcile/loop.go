@@ -24,11 +24,13 @@ const (
 	TriggerManual Trigger = "manual"
 	// TriggerWebhook: a Git push webhook for the followed ref.
 	TriggerWebhook Trigger = "webhook"
+	// TriggerHook: a chart's hook that recond started is still running.
+	TriggerHook Trigger = "hook"
 )
 
 // Triggers lists every Trigger, so that labelled series can be
 // pre-initialised.
-var Triggers = []Trigger{TriggerInterval, TriggerWatch, TriggerManual, TriggerWebhook}
+var Triggers = []Trigger{TriggerInterval, TriggerWatch, TriggerManual, TriggerWebhook, TriggerHook}
 
 // RequestDebounce is how long a request from outside (POST /api/v1/sync, a
 // webhook) waits for more before it asks for a tick: a burst of pushes (a

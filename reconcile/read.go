@@ -35,7 +35,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			return err
 		}
 		st.Revision, st.Fetched = rev.SHA, st.Fetched || rev.Fetched
-		if cached := r.renderOf(rev.SHA); cached != nil {
+		if cached, hooks := r.renderOf(rev.SHA); cached != nil {
 			// The revision did not move: its render is reused, rendering being a
 			// function of the commit alone. Only the kinds' scope, which the
 			// server decides, is checked again.
@@ -43,7 +43,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			if err := r.checkScopes(cached); err != nil {
 				return err
 			}
-			st.Desired = cached
+			st.Desired, st.Hooks = cached, hooks
 			st.Counts.Desired = len(st.Desired)
 			return nil
 		}
@@ -137,6 +137,7 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	sourceAnn := r.src.DisplayURL() + "#" + r.cfg.Path
 	seen := map[string]string{} // group/kind/name -> file
 	desired := make([]*unstructured.Unstructured, 0, len(manifests))
+	var hooks []*hook
 	for _, m := range manifests {
 		obj := m.Object
 		gvk := obj.GroupVersionKind()
@@ -163,28 +164,33 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 			return Invalidf("%s: %s: duplicate object (first defined in %s)", m.File, id, first)
 		}
 		seen[key] = m.File
+		if m.Hook {
+			decorateHook(obj, r.cfg.Name, st.Revision, sourceAnn)
+			hooks = append(hooks, newHook(obj))
+			continue
+		}
 		decorate(obj, r.cfg.Name, st.Revision, sourceAnn)
 		desired = append(desired, obj)
 	}
-	st.Desired = desired
+	st.Desired, st.Hooks = desired, hooks
 	st.Counts.Desired = len(desired)
 	// Only a render that passed every check is kept; the phases after read
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
 	r.mu.Lock()
-	r.rendered = renderCache{sha: st.Revision, desired: desired}
+	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks}
 	r.mu.Unlock()
 	return nil
 }
 
-// renderOf is the kept render of sha, or nil.
-func (r *Reconciler) renderOf(sha string) []*unstructured.Unstructured {
+// renderOf is the kept render of sha (its objects and hooks), or nil.
+func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rendered.sha == "" || r.rendered.sha != sha {
-		return nil
+		return nil, nil
 	}
-	return r.rendered.desired
+	return r.rendered.desired, r.rendered.hooks
 }
 
 // checkScopes checks that every kind of a reused render is still
@@ -206,6 +212,17 @@ func (r *Reconciler) checkScopes(desired []*unstructured.Unstructured) error {
 		}
 	}
 	return nil
+}
+
+// decorateHook labels a hook object as this instance's hook (not owned:
+// never diffed or pruned) and adds the provenance annotations.
+func decorateHook(obj *unstructured.Unstructured, instance, revision, source string) {
+	decorate(obj, instance, revision, source)
+	l := obj.GetLabels()
+	delete(l, LabelManagedBy)
+	delete(l, LabelInstance)
+	l[LabelHook] = instance
+	obj.SetLabels(l)
 }
 
 // decorate adds the ownership labels and the provenance annotations.

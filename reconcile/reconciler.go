@@ -89,6 +89,9 @@ type Config struct {
 	// with reason conflict, and nothing more is written or pruned
 	// (leader.Elector.MayWrite). nil: always.
 	MayWrite func() error
+	// HookTimeout is how long a chart's hook may run before it counts as
+	// failed; 0 means DefaultHookTimeout.
+	HookTimeout time.Duration
 }
 
 // Observer is told about every tick and phase. Metrics, tracing and logs
@@ -152,6 +155,9 @@ type Reconciler struct {
 	// too; 0: only on requests.
 	newer     chan struct{}
 	pollEvery atomic.Int64
+	// healthy is the last revision a tick found healthy (post-hooks wait
+	// for it).
+	healthy atomic.Pointer[string]
 }
 
 // renderCache is a decorated desired set and the revision it was rendered
@@ -159,6 +165,7 @@ type Reconciler struct {
 type renderCache struct {
 	sha     string
 	desired []*unstructured.Unstructured
+	hooks   []*hook
 }
 
 // New returns a Reconciler. Observers are called in order at starts and in
@@ -189,6 +196,10 @@ type State struct {
 	// Superseded counts the renders this tick stopped because the followed
 	// ref moved while they ran.
 	Superseded int
+	// Hooks are the revision's chart hooks (run around Desired, not held
+	// like it); HooksWaiting the ones still running at the end of apply.
+	Hooks        []*hook
+	HooksWaiting []string
 	Desired    []*unstructured.Unstructured // decorated with recond's labels and annotations
 	Live       []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
 	Changes    []diff.Change                // create, update and delete only

@@ -42,12 +42,14 @@ const (
 	ReasonTimeout     Reason = "timeout"
 	ReasonUnavailable Reason = "unavailable"
 	ReasonOther       Reason = "other"
+	// ReasonHook: a chart's hook failed or ran out of time (HookError).
+	ReasonHook Reason = "hook"
 )
 
 // Reasons lists every Reason, so that labelled series can be pre-initialised.
 var Reasons = []Reason{
 	ReasonAuth, ReasonForbidden, ReasonNotFound, ReasonInvalid,
-	ReasonConflict, ReasonTimeout, ReasonUnavailable, ReasonOther,
+	ReasonConflict, ReasonTimeout, ReasonUnavailable, ReasonOther, ReasonHook,
 }
 
 // Outcome is how a tick ended.
@@ -226,6 +228,9 @@ type Result struct {
 	// Superseded counts the renders the read phase stopped because the
 	// followed ref moved while they ran (it then read the newer revision).
 	Superseded int
+	// HooksWaiting are the chart hooks ("Kind/name") still running when
+	// the tick ended: the revision's main wave waits for them.
+	HooksWaiting []string
 	Start      time.Time
 	Duration   time.Duration
 	Phases     []PhaseResult // the phases that ran, in order

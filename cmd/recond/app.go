@@ -159,6 +159,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		Namespace: o.namespace, Name: o.name, Path: o.path,
 		Prune: o.prune, SelfHeal: o.selfHeal, DryRun: o.dryRun, AllowEmpty: o.allowEmpty,
 		ApplyConcurrency: o.applyConcurrency, HealthRules: rules, HealthTimeout: o.healthTimeout,
+		HookTimeout: o.hookTimeout,
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -46,6 +46,7 @@ type options struct {
 	watchStaleAfter  time.Duration
 
 	healthTimeout time.Duration
+	hookTimeout   time.Duration
 	healthRules   string
 	events        bool
 
@@ -94,6 +95,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		fs.DurationVar(&o.watchStaleAfter, "watch-stale-after", watch.DefaultStaleAfter, "with --observe=watch: a cache that has seen no event and no bookmark for this long is restarted (a fresh LIST and a new watch) by the tick that reads it, so that a stalled watch cannot hide drift; the API server bookmarks a kind only when resourceVersions move, so a kind quiet across the cluster costs one LIST per this long (per tick when --interval is longer)")
 	}
 	fs.IntVar(&o.applyConcurrency, "apply-concurrency", 8, "most writes (and validating dry runs) made at once within one dependency wave")
+	fs.DurationVar(&o.hookTimeout, "helm-hook-timeout", reconcile.DefaultHookTimeout, "how long a chart's pre- or post-install/upgrade hook may run (a Job until Complete, anything else until current) before it fails the revision with reason hook")
 	fs.DurationVar(&o.healthTimeout, "health-timeout", reconcile.DefaultHealthTimeout, "how long an object may stay in progress after recond last applied a change to it (or after it started progressing without one) before its health is failed (\"progress deadline\")")
 	fs.StringVar(&o.healthRules, "health-rules", "", "YAML file of per-kind health rules (CEL expressions current, inProgress, failed), for kinds that do not follow kstatus conventions")
 	if cmd == "run" {
@@ -163,6 +165,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--commit-url-template must be an http(s) URL with {revision} in it, not %q", o.commitURLTemplate)
 	case o.traceURLTemplate != "" && !urlTemplate(o.traceURLTemplate, "{trace_id}"):
 		return nil, fmt.Errorf("--trace-url-template must be an http(s) URL with {trace_id} in it, not %q", o.traceURLTemplate)
+	case o.hookTimeout <= 0:
+		return nil, errors.New("--helm-hook-timeout must be positive")
 	case o.healthTimeout <= 0:
 		return nil, errors.New("--health-timeout must be positive")
 	case o.applyConcurrency <= 0:

@@ -27,6 +27,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -605,7 +606,7 @@ func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, w
 			return fmt.Errorf("recond sync (%s): %w\n%s", what, err, out.String())
 		}
 		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-			if strings.Contains(line, " tick ") || strings.Contains(line, "chart render left out") {
+			if strings.Contains(line, " tick ") || strings.Contains(line, "hook") {
 				fmt.Println("  " + line)
 			}
 		}
@@ -632,8 +633,17 @@ func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, w
 	if err != nil {
 		return err
 	}
-	fmt.Printf("committed %s: values-prod.yaml says replicas: 3; only the Deployment is rewritten\n", sha[:12])
+	fmt.Printf("committed %s: values-prod.yaml says replicas: 3; the pre-upgrade hook (a Job) runs first, and the tick waits for it\n", sha[:12])
 	if err := sync("values change"); err != nil {
+		return err
+	}
+	job := name + "-shop-migrate"
+	fmt.Printf("playing the Job controller: Job %s completes\n", job)
+	if err := completeJob(ctx, cs, ns, job); err != nil {
+		return err
+	}
+	fmt.Println("the hook succeeded: only the Deployment is rewritten")
+	if err := sync("after the hook"); err != nil {
 		return err
 	}
 	fmt.Println("a new process renders the same commit again: nothing to write")
@@ -646,4 +656,20 @@ func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, w
 	}
 	fmt.Printf("generated password %s (the same: docs/helm.md)\n", again)
 	return nil
+}
+
+// completeJob plays the Job controller: Job name's Complete condition
+// becomes True.
+func completeJob(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
+	j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	j.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1, Conditions: []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}}
+	_, err = cs.BatchV1().Jobs(ns).UpdateStatus(ctx, j, metav1.UpdateOptions{FieldManager: "job-controller"})
+	return err
 }

@@ -123,7 +123,12 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 	for _, crd := range ch.CRDObjects() {
 		fmt.Fprintf(&buf, "%s%s\n", skippedCRD, oneLine(crd.Filename))
 	}
+	var applied []*release.Hook
 	for _, h := range hooks {
+		if appliedHook(h) {
+			applied = append(applied, h)
+			continue
+		}
 		fmt.Fprintf(&buf, "%s%s\n", skippedHook, oneLine(fmt.Sprintf("%s/%s (%s)", h.Kind, h.Name, hookEvents(h))))
 	}
 	for _, m := range manifests {
@@ -132,7 +137,29 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 			return nil, newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
 		}
 	}
+	for _, h := range applied {
+		fmt.Fprintf(&buf, "---\n# Source: %s\n%s%s\n", h.Path, hookMark, h.Manifest)
+		if n := int64(buf.Len()); n > b.lim.MaxBytes {
+			return nil, newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
+		}
+	}
 	return buf.Bytes(), nil
+}
+
+// hookMark starts a hook's document in helmBuild's output.
+const hookMark = "# recond-hook\n"
+
+// appliedHook reports whether recond runs hook h: one of its events is
+// pre-install, pre-upgrade, post-install or post-upgrade. Test, rollback
+// and delete hooks are left out.
+func appliedHook(h *release.Hook) bool {
+	for _, e := range h.Events {
+		switch e {
+		case release.HookPreInstall, release.HookPreUpgrade, release.HookPostInstall, release.HookPostUpgrade:
+			return true
+		}
+	}
+	return false
 }
 
 func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
@@ -141,6 +168,7 @@ func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ")
 type helmDocument struct {
 	Source  string // the template, "<chart>/templates/x.yaml"
 	Content []byte
+	Hook    bool // a hook recond runs (helm.sh/hook)
 }
 
 // splitHelmOutput reads helmBuild's output back: each template's
@@ -161,7 +189,8 @@ func splitHelmOutput(out []byte) (docs []helmDocument, crds, hooks []string) {
 	}
 	for _, part := range bytes.Split(rest, []byte("\n"+sep)) {
 		src, content, _ := bytes.Cut(part, []byte("\n"))
-		docs = append(docs, helmDocument{Source: string(src), Content: content})
+		content, hook := bytes.CutPrefix(content, []byte(hookMark))
+		docs = append(docs, helmDocument{Source: string(src), Content: content, Hook: hook})
 	}
 	return docs, crds, hooks
 }

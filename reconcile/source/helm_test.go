@@ -111,9 +111,14 @@ func TestHelmRender(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := byName(t, ms)
-			want := []string{"ConfigMap/probe", "ConfigMap/web-sub", "Deployment/web-app", "Secret/web-app-db"}
+			want := []string{"ConfigMap/probe", "ConfigMap/web-sub", "Deployment/web-app", "Job/migrate", "Secret/web-app-db"}
 			if d := cmp.Diff(want, sortedKeys(got)); d != "" {
-				t.Fatalf("objects (-want +got), hooks, NOTES and CRDs left out:\n%s", d)
+				t.Fatalf("objects (-want +got), NOTES and CRDs left out:\n%s", d)
+			}
+			for k, m := range got {
+				if m.Hook != (k == "Job/migrate") {
+					t.Errorf("%s: Hook = %t; want true for the pre-install Job only", k, m.Hook)
+				}
 			}
 			if f := got["Deployment/web-app"].File; f != "app/templates/deployment.yaml" {
 				t.Errorf("the Deployment's file = %q, want its template", f)

@@ -30,6 +30,10 @@ type Manifest struct {
 	File string
 	// Object is the object exactly as written (no namespace is added).
 	Object *unstructured.Unstructured
+	// Hook marks a chart's hook (annotation helm.sh/hook) with a
+	// pre-install, pre-upgrade, post-install or post-upgrade event: it is
+	// run around the revision's other objects, not held like them.
+	Hook bool
 }
 
 // ManifestError reports a manifest that cannot be read or is not a valid
@@ -315,7 +319,7 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 	}
 	docs, crds, hooks := splitHelmOutput(out)
 	if log := s.cfg.Helm.Log; log != nil && len(crds)+len(hooks) > 0 {
-		log.InfoContext(ctx, "chart render left out what a namespaced instance does not apply (see docs/helm.md)",
+		log.InfoContext(ctx, "chart render left out what a namespaced instance does not apply (see docs/helm.md): CRDs, and test, rollback and delete hooks",
 			"revision", sha[:12], "crds", crds, "hooks", hooks)
 	}
 	var ms []Manifest
@@ -323,6 +327,9 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 		m, err := b.decode(d.Source, d.Content)
 		if err != nil {
 			return nil, err
+		}
+		for i := range m {
+			m[i].Hook = d.Hook
 		}
 		ms = append(ms, m...)
 	}

@@ -1,0 +1,391 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"recond.dev/recond/reconcile/health"
+)
+
+// The annotations of a chart's hooks (Helm's).
+const (
+	AnnotationHook       = "helm.sh/hook"
+	AnnotationHookWeight = "helm.sh/hook-weight"
+	AnnotationHookDelete = "helm.sh/hook-delete-policy"
+	// LabelHook marks the hook objects an instance created (value: the
+	// instance). They are not owned: never diffed, never pruned.
+	LabelHook = "recond.dev/hook"
+)
+
+// Hook delete policies.
+const (
+	hookBeforeCreation = "before-hook-creation"
+	hookSucceeded      = "hook-succeeded"
+	hookFailed         = "hook-failed"
+)
+
+// DefaultHookTimeout is how long a hook may run before it counts as
+// failed (--helm-hook-timeout's default).
+const DefaultHookTimeout = 5 * time.Minute
+
+// HookPoll is how soon the loop comes back to a hook that is still
+// running (a hook is not an owned object: no watch event asks for it).
+const HookPoll = 2 * time.Second
+
+// HookError is a hook that failed or ran out of time: the apply phase
+// fails with reason hook, and nothing of the revision's main wave is
+// written after a failed pre-hook.
+type HookError struct {
+	// Hook is "Kind/name", Event what it ran for ("pre-upgrade").
+	Hook, Event string
+	Err         error
+}
+
+func (e *HookError) Error() string {
+	return fmt.Sprintf("%s hook %s: %v", e.Event, e.Hook, e.Err)
+}
+func (e *HookError) Unwrap() error { return e.Err }
+
+// hook is one hook object of the revision.
+type hook struct {
+	obj      *unstructured.Unstructured
+	events   []string
+	weight   int
+	policies []string
+}
+
+func newHook(obj *unstructured.Unstructured) *hook {
+	a := obj.GetAnnotations()
+	h := &hook{obj: obj}
+	for _, e := range strings.Split(a[AnnotationHook], ",") {
+		if e = strings.ToLower(strings.TrimSpace(e)); e != "" {
+			h.events = append(h.events, e)
+		}
+	}
+	h.weight, _ = strconv.Atoi(strings.TrimSpace(a[AnnotationHookWeight]))
+	for _, p := range strings.Split(a[AnnotationHookDelete], ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			h.policies = append(h.policies, p)
+		}
+	}
+	if len(h.policies) == 0 {
+		h.policies = []string{hookBeforeCreation} // Helm's default
+	}
+	return h
+}
+
+func (h *hook) key() string { return h.obj.GetKind() + "/" + h.obj.GetName() }
+
+func (h *hook) policy(p string) bool { return slices.Contains(h.policies, p) }
+
+// hookState is what the inventory records of the hooks of the last
+// revision that had any: so that they run once per revision, and a
+// restart neither runs them again nor forgets one that is running.
+type hookState struct {
+	Revision string `json:"revision"`
+	// Event is install (the instance had applied nothing yet) or upgrade.
+	Event string `json:"event"`
+	// Phase is pre, main (the pre-hooks are done), post (the revision
+	// was applied and found healthy), done or failed.
+	Phase string `json:"phase"`
+	// Started are the hooks of the phase started, with when; Done those
+	// that succeeded.
+	Started map[string]time.Time `json:"started,omitempty"`
+	Done    []string             `json:"done,omitempty"`
+	// Failed is the failure, once a hook failed.
+	Failed string `json:"failed,omitempty"`
+}
+
+func (s *hookState) clone() *hookState {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.Started = make(map[string]time.Time, len(s.Started))
+	for k, v := range s.Started {
+		c.Started[k] = v
+	}
+	c.Done = slices.Clone(s.Done)
+	return &c
+}
+
+func (s *hookState) encode() string {
+	if s == nil {
+		return ""
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// saveHooks writes the inventory with hs as its hook state (a copy of the
+// last one written, so that the copy in memory is never changed in place).
+func (r *Reconciler) saveHooks(ctx context.Context, st *State, hs *hookState) error {
+	cur := st.inv
+	n := &inventory{Kinds: slices.Clone(cur.Kinds), Revision: cur.Revision, Hooks: hs.clone()}
+	if err := r.saveInventory(ctx, n); err != nil {
+		return err
+	}
+	st.inv = n
+	return nil
+}
+
+func parseHookState(v string) (*hookState, error) {
+	if v == "" {
+		return nil, nil
+	}
+	s := &hookState{}
+	if err := json.Unmarshal([]byte(v), s); err != nil {
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	return s, nil
+}
+
+// runHooks runs the hooks of phase ("pre" or "post") of the revision st
+// holds, as far as they go this tick: it starts a weight's hooks once the
+// lower weights succeeded, and checks the started ones. It reports whether
+// every hook of the phase succeeded. Hooks still running are named in
+// st.HooksWaiting (the loop comes back after HookPoll); a failed one is a
+// *HookError. The state is saved in the inventory after every change.
+func (r *Reconciler) runHooks(ctx context.Context, st *State, hs *hookState, phase string) (bool, error) {
+	event := phase + "-" + hs.Event
+	var list []*hook
+	for _, h := range st.Hooks {
+		if slices.Contains(h.events, event) {
+			list = append(list, h)
+		}
+	}
+	slices.SortStableFunc(list, func(a, b *hook) int {
+		return cmp.Or(cmp.Compare(a.weight, b.weight), cmp.Compare(rank(a.obj.GetKind()), rank(b.obj.GetKind())), cmp.Compare(a.key(), b.key()))
+	})
+	timeout := r.cfg.HookTimeout
+	if timeout <= 0 {
+		timeout = DefaultHookTimeout
+	}
+	for i := 0; i < len(list); {
+		j := i
+		for j < len(list) && list[j].weight == list[i].weight {
+			j++
+		}
+		group := list[i:j]
+		i = j
+		running := false
+		for _, h := range group {
+			k := h.key()
+			if slices.Contains(hs.Done, k) {
+				continue
+			}
+			if _, ok := hs.Started[k]; !ok {
+				if err := r.startHook(ctx, h, hs, event); err != nil {
+					return false, err
+				}
+				if err := r.saveHooks(ctx, st, hs); err != nil {
+					return false, err
+				}
+			}
+			live, err := r.kube.Get(ctx, h.obj.GroupVersionKind(), h.obj.GetName())
+			if err != nil {
+				return false, err
+			}
+			status, why := hookStatus(live)
+			if status == health.InProgress && time.Since(hs.Started[k]) > timeout {
+				status, why = health.Failed, fmt.Sprintf("still running after %s (--helm-hook-timeout)", timeout)
+			}
+			switch status {
+			case health.Current:
+				hs.Done = append(hs.Done, k)
+				r.log.InfoContext(ctx, "hook succeeded", "hook", k, "event", event, "revision", shortSHA(hs.Revision))
+				if h.policy(hookSucceeded) {
+					if err := r.kube.Delete(ctx, h.obj.GroupVersionKind(), h.obj.GetName(), live.GetUID(), false); err != nil {
+						return false, err
+					}
+				}
+				if err := r.saveHooks(ctx, st, hs); err != nil {
+					return false, err
+				}
+			case health.Failed:
+				herr := &HookError{Hook: k, Event: event, Err: fmt.Errorf("failed: %s", why)}
+				hs.Phase, hs.Failed = "failed", herr.Error()
+				if h.policy(hookFailed) && live != nil {
+					if err := r.kube.Delete(ctx, h.obj.GroupVersionKind(), h.obj.GetName(), live.GetUID(), false); err != nil {
+						return false, err
+					}
+				}
+				if err := r.saveHooks(ctx, st, hs); err != nil {
+					return false, err
+				}
+				return false, herr
+			default:
+				running = true
+				st.HooksWaiting = append(st.HooksWaiting, k)
+			}
+		}
+		if running {
+			r.TriggerAfter(TriggerHook, HookPoll)
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// startHook creates hook h: with before-hook-creation (the default), the
+// object a previous run left is deleted first.
+func (r *Reconciler) startHook(ctx context.Context, h *hook, hs *hookState, event string) error {
+	if err := r.mayWrite(); err != nil {
+		return err
+	}
+	k := h.key()
+	hctx, span := startSpan(ctx, "recond.hook", kindAttr(h.obj.GetKind()), attribute.String("k8s.name", h.obj.GetName()), attribute.String("recond.hook.event", event))
+	err := func() error {
+		if h.policy(hookBeforeCreation) {
+			old, err := r.kube.Get(hctx, h.obj.GroupVersionKind(), h.obj.GetName())
+			if err != nil {
+				return err
+			}
+			if old != nil {
+				if err := r.kube.Delete(hctx, h.obj.GroupVersionKind(), h.obj.GetName(), old.GetUID(), false); err != nil {
+					return err
+				}
+				if err := r.waitGone(hctx, h); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := r.kube.Apply(hctx, h.obj, false)
+		return err
+	}()
+	endSpan(span, err)
+	if err != nil {
+		return &HookError{Hook: k, Event: event, Err: err}
+	}
+	hs.Started[k] = time.Now().UTC().Truncate(time.Second)
+	r.log.InfoContext(ctx, "hook started", "hook", k, "event", event, "revision", shortSHA(hs.Revision))
+	return nil
+}
+
+// waitGone waits until h's object no longer exists (a deletion a finalizer
+// holds ends within the tick, or the tick's deadline does).
+func (r *Reconciler) waitGone(ctx context.Context, h *hook) error {
+	for {
+		live, err := r.kube.Get(ctx, h.obj.GroupVersionKind(), h.obj.GetName())
+		if err != nil || live == nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the previous %s is still being deleted: %w", h.key(), ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// hookStatus says whether a hook's live object succeeded (Current), failed
+// or is still running (InProgress): a Job by its Complete and Failed
+// conditions, anything else by its health.
+func hookStatus(live *unstructured.Unstructured) (health.Status, string) {
+	if live == nil {
+		return health.Failed, "its object is gone"
+	}
+	if live.GetKind() == "Job" && live.GroupVersionKind().Group == "batch" {
+		conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["status"] != "True" {
+				continue
+			}
+			switch m["type"] {
+			case "Complete":
+				return health.Current, ""
+			case "Failed":
+				msg, _ := m["message"].(string)
+				reason, _ := m["reason"].(string)
+				return health.Failed, strings.TrimSpace("Job failed: " + reason + " " + msg)
+			}
+		}
+		return health.InProgress, ""
+	}
+	a := health.Assess(live, nil)
+	switch a.Status {
+	case health.Current, health.Failed:
+		return a.Status, a.Message
+	}
+	return health.InProgress, a.Message
+}
+
+// hooksBefore runs what must run before the revision's main wave: it
+// starts the revision's hook run (the first time apply sees a revision
+// with hooks) and its pre-hooks. It reports whether the main wave may be
+// written.
+func (r *Reconciler) hooksBefore(ctx context.Context, st *State) (bool, error) {
+	if len(st.Hooks) == 0 || r.cfg.DryRun {
+		return true, nil
+	}
+	hs := st.inv.Hooks.clone()
+	if hs == nil || hs.Revision != st.Revision {
+		event := "upgrade"
+		if st.inv.Revision == "" {
+			event = "install"
+		}
+		hs = &hookState{Revision: st.Revision, Event: event, Phase: "pre", Started: map[string]time.Time{}}
+		r.hooksLogged(ctx, st)
+		if err := r.saveHooks(ctx, st, hs); err != nil {
+			return false, err
+		}
+	}
+	switch hs.Phase {
+	case "failed":
+		return false, &HookError{Hook: "", Event: hs.Event, Err: fmt.Errorf("%s (hooks run once per revision: push a new revision)", hs.Failed)}
+	case "pre":
+		ok, err := r.runHooks(ctx, st, hs, "pre")
+		if !ok || err != nil {
+			return false, err
+		}
+		hs.Phase, hs.Started, hs.Done = "main", map[string]time.Time{}, nil
+		if err := r.saveHooks(ctx, st, hs); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// hooksAfter runs the revision's post-hooks once it was applied in full
+// and a tick found it healthy.
+func (r *Reconciler) hooksAfter(ctx context.Context, st *State) error {
+	hs := st.inv.Hooks.clone()
+	if len(st.Hooks) == 0 || r.cfg.DryRun || hs == nil || hs.Revision != st.Revision || st.inv.Revision != st.Revision {
+		return nil
+	}
+	if hs.Phase == "main" {
+		if r.healthy.Load() == nil || *r.healthy.Load() != st.Revision {
+			return nil
+		}
+		hs.Phase = "post"
+		hs.Started, hs.Done = map[string]time.Time{}, nil
+	}
+	if hs.Phase != "post" {
+		return nil
+	}
+	ok, err := r.runHooks(ctx, st, hs, "post")
+	if !ok || err != nil {
+		return err
+	}
+	hs.Phase, hs.Started, hs.Done = "done", nil, nil
+	return r.saveHooks(ctx, st, hs)
+}
+
+// hooksLogged says once per revision which hooks it will run.
+func (r *Reconciler) hooksLogged(ctx context.Context, st *State) {
+	keys := make([]string, 0, len(st.Hooks))
+	for _, h := range st.Hooks {
+		keys = append(keys, h.key()+" ("+strings.Join(h.events, ",")+")")
+	}
+	r.log.InfoContext(ctx, "revision has hooks", "revision", shortSHA(st.Revision), "hooks", keys)
+}
