@@ -182,4 +182,3 @@ func TestChartHooks(t *testing.T) {
 		}
 	}
 }
-

@@ -231,11 +231,11 @@ type Result struct {
 	// HooksWaiting are the chart hooks ("Kind/name") still running when
 	// the tick ended: the revision's main wave waits for them.
 	HooksWaiting []string
-	Start      time.Time
-	Duration   time.Duration
-	Phases     []PhaseResult // the phases that ran, in order
-	Changes    []diff.Change // what the diff phase found (create, update, delete; unchanged omitted)
-	Ops        []Operation   // writes made by the apply phase
+	Start        time.Time
+	Duration     time.Duration
+	Phases       []PhaseResult // the phases that ran, in order
+	Changes      []diff.Change // what the diff phase found (create, update, delete; unchanged omitted)
+	Ops          []Operation   // writes made by the apply phase
 	// Terminating and Equivalent name ("Kind/name") the objects that
 	// Counts.Terminating and Counts.Equivalent count.
 	Terminating, Equivalent []string
