@@ -55,6 +55,9 @@ func TestChartIsHeldAcrossRestarts(t *testing.T) {
 	if r.Counts.Created != 3 {
 		t.Fatalf("created %d, want 3 (Deployment, Secret, the dependency's ConfigMap; the hook is run, not held): %v", r.Counts.Created, r.Changes)
 	}
+	if c := r.Chart; c == nil || c.Name != "app" || c.Version != "1.0.0" || strings.Join(c.Values, ",") != "prod.yaml" {
+		t.Errorf("the tick's chart = %+v; want app 1.0.0 with prod.yaml", c)
+	}
 	if d := h.get(gvrDeployment, "shop-web"); d == nil || d.Object["spec"].(map[string]any)["replicas"] != int64(2) {
 		t.Fatalf("Deployment shop-web with replicas from prod.yaml: %v", d)
 	}
@@ -77,7 +80,9 @@ func TestChartIsHeldAcrossRestarts(t *testing.T) {
 		h.mustTick(reconcile.OutcomeConverged)
 	}
 	h.rec = nil // a restarted process renders the commit afresh
-	h.mustTick(reconcile.OutcomeConverged)
+	if r := h.mustTick(reconcile.OutcomeConverged); r.Chart == nil {
+		t.Error("no chart in the result of a restarted process's tick")
+	}
 	if got := pw(); got != first {
 		t.Errorf("the generated password changed across a restart: %s -> %s", first, got)
 	}

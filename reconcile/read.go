@@ -35,7 +35,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			return err
 		}
 		st.Revision, st.Fetched = rev.SHA, st.Fetched || rev.Fetched
-		if cached, hooks := r.renderOf(rev.SHA); cached != nil {
+		if cached, hooks, chart := r.renderOf(rev.SHA); cached != nil {
 			// The revision did not move: its render is reused, rendering being a
 			// function of the commit alone. Only the kinds' scope, which the
 			// server decides, is checked again.
@@ -43,7 +43,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			if err := r.checkScopes(cached); err != nil {
 				return err
 			}
-			st.Desired, st.Hooks = cached, hooks
+			st.Desired, st.Hooks, st.Chart = cached, hooks, chart
 			st.Counts.Desired = len(st.Desired)
 			return nil
 		}
@@ -57,6 +57,9 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 		}
 		if err != nil {
 			return err
+		}
+		if c, ok := r.src.(charter); ok {
+			st.Chart = c.Chart(rev.SHA)
 		}
 		return r.decorateAll(st, manifests)
 	}
@@ -90,6 +93,12 @@ func (r *Reconciler) render(ctx context.Context, rev source.Revision) ([]source.
 		return nil, fmt.Errorf("%w: %w", errAbandoned, err)
 	}
 	return manifests, err
+}
+
+// charter is a Source that renders Helm charts and tells which chart a
+// revision was (source.Source.Chart).
+type charter interface {
+	Chart(sha string) *source.Chart
 }
 
 // mover is a Source that can tell, without fetching, whether the followed
@@ -178,19 +187,19 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
 	r.mu.Lock()
-	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks}
+	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks, chart: st.Chart}
 	r.mu.Unlock()
 	return nil
 }
 
 // renderOf is the kept render of sha (its objects and hooks), or nil.
-func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook) {
+func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook, *source.Chart) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rendered.sha == "" || r.rendered.sha != sha {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return r.rendered.desired, r.rendered.hooks
+	return r.rendered.desired, r.rendered.hooks, r.rendered.chart
 }
 
 // checkScopes checks that every kind of a reused render is still

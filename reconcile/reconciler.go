@@ -166,6 +166,7 @@ type renderCache struct {
 	sha     string
 	desired []*unstructured.Unstructured
 	hooks   []*hook
+	chart   *source.Chart
 }
 
 // New returns a Reconciler. Observers are called in order at starts and in
@@ -200,6 +201,8 @@ type State struct {
 	// like it); HooksWaiting the ones still running at the end of apply.
 	Hooks        []*hook
 	HooksWaiting []string
+	// Chart is the chart the revision was, when --path holds one.
+	Chart *source.Chart
 	Desired      []*unstructured.Unstructured // decorated with recond's labels and annotations
 	Live         []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
 	Changes      []diff.Change                // create, update and delete only

@@ -11,6 +11,7 @@ import (
 
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
+	"recond.dev/recond/reconcile/source"
 )
 
 // Phase names one step of a tick. The values are a contract: span names,
@@ -231,6 +232,9 @@ type Result struct {
 	// HooksWaiting are the chart hooks ("Kind/name") still running when
 	// the tick ended: the revision's main wave waits for them.
 	HooksWaiting []string
+	// Chart is the Helm chart the revision rendered (name, version, values
+	// files), when --path holds one; nil otherwise.
+	Chart *source.Chart
 	Start        time.Time
 	Duration     time.Duration
 	Phases       []PhaseResult // the phases that ran, in order

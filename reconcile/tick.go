@@ -126,7 +126,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 			Restarts: after.Restarts - before.Restarts}
 	}
 	res.BackingOff = st.BackingOff
-	res.Revision, res.Fetched, res.Superseded, res.HooksWaiting = st.Revision, st.Fetched, st.Superseded, st.HooksWaiting
+	res.Revision, res.Fetched, res.Superseded, res.HooksWaiting, res.Chart = st.Revision, st.Fetched, st.Superseded, st.HooksWaiting, st.Chart
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
 	res.Rejected, res.RevisionApplied, res.Health = st.Rejected, st.RevisionApplied, st.Health

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/source"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -44,7 +45,9 @@ func scripted() *Page {
 	p := newTestPage(testInfo, Options{ObjectsPerPage: 3,
 		Progress: func() reconcile.Progress { return reconcile.Progress{Started: 4, Finished: 4} }},
 		withObjects(converged(1), 5), secretTick(2), failedRead(3))
-	p.TickEnd(sampled(4), withObjects(converged(4), 5))
+	last := withObjects(converged(4), 5)
+	last.Chart = &source.Chart{Name: "shop", Version: "1.2.3", Values: []string{"prod.yaml"}}
+	p.TickEnd(sampled(4), last)
 	return p
 }
 
@@ -136,5 +139,14 @@ func TestFetchErrors(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), ":pw@") {
 			t.Errorf("Fetch(%s) error shows the password: %v", tc.url, err)
 		}
+	}
+}
+
+// TestChartInHeader: the page's header names the chart the last revision
+// rendered, with its values files.
+func TestChartInHeader(t *testing.T) {
+	_, body := get(t, scripted().Handler(), "/")
+	if !strings.Contains(body, `id="chart">shop 1.2.3 <span class="m">values</span> prod.yaml<`) {
+		t.Errorf("the header does not name the chart:\n%s", body)
 	}
 }

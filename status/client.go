@@ -94,6 +94,13 @@ func WriteTable(w io.Writer, s *Status) error {
 	if s.Path != "" {
 		fmt.Fprintf(tw, "PATH\t%s\n", s.Path)
 	}
+	if c := s.Chart; c != nil {
+		values := ""
+		if len(c.Values) > 0 {
+			values = " (values " + strings.Join(c.Values, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "CHART\t%s %s%s\n", c.Name, c.Version, values)
+	}
 	applied := "applied " + or(s.AppliedRevision, "none")
 	if s.AppliedRevision != "" && s.AppliedRevision == s.Revision {
 		applied = "applied"

@@ -67,6 +67,7 @@ type Page struct {
 	objects          *objectSet
 	health           string
 	revision         string
+	chart            *Chart
 	applied          string
 	lastEnd, success time.Time
 }
@@ -180,6 +181,10 @@ func (p *Page) TickEnd(ctx context.Context, r *reconcile.Result) {
 	}
 	if r.Revision != "" {
 		p.revision = r.Revision
+		p.chart = nil
+		if c := r.Chart; c != nil {
+			p.chart = &Chart{Name: c.Name, Version: c.Version, Values: c.Values}
+		}
 	}
 	if r.Failure() == nil {
 		p.success = end
@@ -196,6 +201,7 @@ type snapshot struct {
 	objects          *objectSet // nil before the first health assessment
 	health           string
 	revision         string
+	chart            *Chart
 	applied          string
 	lastEnd, success time.Time
 	progress         reconcile.Progress
@@ -210,7 +216,7 @@ func (p *Page) snapshot() snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := snapshot{ticks: make([]*record, 0, p.n), objects: p.objects, health: p.health,
-		revision: p.revision, applied: p.applied, lastEnd: p.lastEnd, success: p.success, progress: prog}
+		revision: p.revision, chart: p.chart, applied: p.applied, lastEnd: p.lastEnd, success: p.success, progress: prog}
 	for i := 1; i <= p.n; i++ {
 		s.ticks = append(s.ticks, p.ring[(p.next-i+len(p.ring))%len(p.ring)])
 	}
@@ -255,7 +261,7 @@ func (p *Page) status(s snapshot, page int) *Status {
 	st := &Status{
 		Schema: SchemaVersion, Generated: s.now.UTC(),
 		Namespace: p.info.Namespace, Instance: p.info.Instance, Repo: p.info.Repo, Ref: p.info.Ref,
-		Path: p.info.Path, Observe: p.info.Observe, IntervalSeconds: p.info.Interval.Seconds(),
+		Path: p.info.Path, Observe: p.info.Observe, IntervalSeconds: p.info.Interval.Seconds(), Chart: s.chart,
 		Revision: s.revision, RevisionURL: p.commitURL(s.revision), AppliedRevision: s.applied,
 		Health:   s.health,
 		Progress: Progress{Started: s.progress.Started, Finished: s.progress.Finished, Running: s.progress.Running},

@@ -22,6 +22,9 @@ type Status struct {
 	Observe string `json:"observe"`
 	// IntervalSeconds is --interval.
 	IntervalSeconds float64 `json:"interval_seconds"`
+	// Chart is the Helm chart the last revision read rendered, when --path
+	// holds one.
+	Chart *Chart `json:"chart,omitempty"`
 
 	// Revision is the commit the last tick that resolved one read;
 	// AppliedRevision the one the last tick that ran every phase without
@@ -48,6 +51,14 @@ type Status struct {
 	// Objects is one page (?page=N) of the objects of the last health
 	// assessment.
 	Objects Objects `json:"objects"`
+}
+
+// Chart names a Helm chart: its name and version (Chart.yaml) and the
+// values files given with --helm-values.
+type Chart struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	Values  []string `json:"values,omitempty"`
 }
 
 // Progress is where the loop is: the id of the last tick started, of the

@@ -17,6 +17,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"dec":    func(i int) int { return i - 1 },
 	"pct":    func(part, total float64) string { return fmt.Sprintf("%.1f%%", share(part, total)) },
 	"counts": countsText,
+	"join":   strings.Join,
 }).Parse(`
 {{define "head"}}<!DOCTYPE html>
 <html lang="en">
@@ -42,6 +43,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 <div><dt>Ref</dt><dd>{{.S.Ref}}</dd></div>
 {{- if .S.Path}}
 <div><dt>Path</dt><dd>{{.S.Path}}</dd></div>{{end}}
+{{- with .S.Chart}}
+<div><dt>Chart</dt><dd id="chart">{{.Name}} {{.Version}}{{if .Values}} <span class="m">values</span> {{join .Values ", "}}{{end}}</dd></div>{{end}}
 <div><dt>Revision</dt><dd id="revision">{{template "rev" .Revision}}</dd></div>
 <div><dt>Observe</dt><dd>{{.S.Observe}}</dd></div>
 <div><dt>Interval</dt><dd>{{dur .S.IntervalSeconds}}</dd></div>

@@ -108,6 +108,8 @@ type Source struct {
 	// so that a commit that is bad in itself costs one fresh clone only.
 	mu               sync.Mutex
 	suspect, rebuilt string
+	// chart is the chart of the last revision rendered as one.
+	chart chartAt
 }
 
 // New validates cfg and returns a Source. It does not touch the network or

@@ -55,7 +55,16 @@ type helmRequest struct {
 const (
 	skippedCRD  = "# recond-skipped-crd: "
 	skippedHook = "# recond-skipped-hook: "
+	// chartLine names the chart and its version, first.
+	chartLine = "# recond-chart: "
 )
+
+// Chart is what the status page says of a chart at Config.Path.
+type Chart struct {
+	Name, Version string
+	// Values are the values files (--helm-values).
+	Values []string
+}
 
 // helmLabel names a chart's render in errors: "helm template <dir>".
 func helmLabel(dir string) string { return "helm template " + dir }
@@ -120,6 +129,7 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 		return nil, &ManifestError{File: label, Err: err}
 	}
 	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "%s%s %s\n", chartLine, oneLine(ch.Name()), oneLine(ch.Metadata.Version))
 	for _, crd := range ch.CRDObjects() {
 		fmt.Fprintf(&buf, "%s%s\n", skippedCRD, oneLine(crd.Filename))
 	}
@@ -174,25 +184,27 @@ type helmDocument struct {
 // splitHelmOutput reads helmBuild's output back: each template's
 // document, and what was left out. A document never holds a "---" line
 // (releaseutil.SortManifests split them), so the separator is unambiguous.
-func splitHelmOutput(out []byte) (docs []helmDocument, crds, hooks []string) {
+func splitHelmOutput(out []byte) (docs []helmDocument, chart Chart, crds, hooks []string) {
 	const sep = "---\n# Source: "
 	head, rest, found := bytes.Cut(out, []byte(sep))
 	for _, l := range strings.Split(string(head), "\n") {
-		if v, ok := strings.CutPrefix(l, skippedCRD); ok {
+		if v, ok := strings.CutPrefix(l, chartLine); ok {
+			chart.Name, chart.Version, _ = strings.Cut(v, " ")
+		} else if v, ok := strings.CutPrefix(l, skippedCRD); ok {
 			crds = append(crds, v)
 		} else if v, ok := strings.CutPrefix(l, skippedHook); ok {
 			hooks = append(hooks, v)
 		}
 	}
 	if !found {
-		return nil, crds, hooks
+		return nil, chart, crds, hooks
 	}
 	for _, part := range bytes.Split(rest, []byte("\n"+sep)) {
 		src, content, _ := bytes.Cut(part, []byte("\n"))
 		content, hook := bytes.CutPrefix(content, []byte(hookMark))
 		docs = append(docs, helmDocument{Source: string(src), Content: content, Hook: hook})
 	}
-	return docs, crds, hooks
+	return docs, chart, crds, hooks
 }
 
 func hookEvents(h *release.Hook) string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -317,7 +318,11 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 	if err != nil {
 		return nil, err
 	}
-	docs, crds, hooks := splitHelmOutput(out)
+	docs, chart, crds, hooks := splitHelmOutput(out)
+	chart.Values = slices.Clone(s.cfg.Helm.Values)
+	s.mu.Lock()
+	s.chart = chartAt{sha: sha, chart: &chart}
+	s.mu.Unlock()
 	if log := s.cfg.Helm.Log; log != nil && len(crds)+len(hooks) > 0 {
 		log.InfoContext(ctx, "chart render left out what a namespaced instance does not apply (see docs/helm.md): CRDs, and test, rollback and delete hooks",
 			"revision", sha[:12], "crds", crds, "hooks", hooks)
@@ -334,6 +339,23 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 		ms = append(ms, m...)
 	}
 	return ms, nil
+}
+
+// chartAt is the chart of the last revision rendered as one.
+type chartAt struct {
+	sha   string
+	chart *Chart
+}
+
+// Chart is the chart revision sha rendered as, when it was the last
+// revision rendered and a chart; nil otherwise.
+func (s *Source) Chart(sha string) *Chart {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chart.sha != sha {
+		return nil
+	}
+	return s.chart.chart
 }
 
 // helmRequest gathers what a chart's render needs from outside the chart:
