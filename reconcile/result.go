@@ -234,12 +234,12 @@ type Result struct {
 	HooksWaiting []string
 	// Chart is the Helm chart the revision rendered (name, version, values
 	// files), when --path holds one; nil otherwise.
-	Chart *source.Chart
-	Start        time.Time
-	Duration     time.Duration
-	Phases       []PhaseResult // the phases that ran, in order
-	Changes      []diff.Change // what the diff phase found (create, update, delete; unchanged omitted)
-	Ops          []Operation   // writes made by the apply phase
+	Chart    *source.Chart
+	Start    time.Time
+	Duration time.Duration
+	Phases   []PhaseResult // the phases that ran, in order
+	Changes  []diff.Change // what the diff phase found (create, update, delete; unchanged omitted)
+	Ops      []Operation   // writes made by the apply phase
 	// Terminating and Equivalent name ("Kind/name") the objects that
 	// Counts.Terminating and Counts.Equivalent count.
 	Terminating, Equivalent []string
