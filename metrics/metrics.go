@@ -44,6 +44,9 @@ type Metrics struct {
 	// superseded counts renders stopped because the followed ref moved
 	// while they ran.
 	superseded prometheus.Counter
+	// generatedOnce is how many desired objects a chart's key or
+	// certificate maker made part of, at the last tick that read Git.
+	generatedOnce prometheus.Gauge
 	// panics counts recovered panics by phase (a phase's own, or one
 	// object's write within apply).
 	panics *prometheus.CounterVec
@@ -174,6 +177,10 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "renders_superseded_total",
 			Help: "Renders stopped because the followed ref moved while they ran; the tick read the newer revision.",
 		}),
+		generatedOnce: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "generated_once_resources",
+			Help: "Desired objects that a chart's key or certificate maker (or a random salt) made part of, at the last tick that read Git: created when missing, never updated.",
+		}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "panics_total",
 			Help: "Recovered panics, by phase: the tick (or the write) failed with reason other and a stack.",
@@ -274,7 +281,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		}, []string{"version", "goversion"}),
 		now: time.Now,
 	}
-	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.superseded, m.panics, m.lastTick, m.lastSuccess,
+	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.superseded, m.generatedOnce, m.panics, m.lastTick, m.lastSuccess,
 		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.leaseFailures, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge, m.watchRestarts,
 		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.webhooks, m.operations, m.sourceInfo, m.buildInfo)
 
@@ -353,6 +360,9 @@ func (m *Metrics) PhaseEnd(ctx context.Context, pr reconcile.PhaseResult, _ *rec
 func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 	m.ticks.WithLabelValues(string(r.Outcome)).Inc()
 	m.superseded.Add(float64(r.Superseded))
+	if len(r.Phases) > 0 && r.Phases[0].Phase == reconcile.PhaseRead && r.Phases[0].Err == nil {
+		m.generatedOnce.Set(float64(r.Counts.GeneratedOnce))
+	}
 	for _, op := range r.Ops {
 		if reconcile.IsPanic(op.Err) {
 			m.panics.WithLabelValues(string(reconcile.PhaseApply)).Inc()

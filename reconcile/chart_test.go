@@ -1,8 +1,11 @@
 package reconcile_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/source"
@@ -94,5 +97,57 @@ func TestChartIsHeldAcrossRestarts(t *testing.T) {
 	}
 	if got := pw(); got != first {
 		t.Errorf("the generated password changed with an unrelated values change: %s -> %s", first, got)
+	}
+}
+
+// An object a chart's certificate maker made part of is created when
+// missing and never rewritten: not by a restarted process, whose render
+// makes another certificate, nor by a new revision. The tick counts it
+// (generated_once=).
+func TestGeneratedOnceObjectsAreNotRewritten(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Path = "app"
+	h.helm = &source.HelmOptions{Release: "tls"}
+	files := map[string]string{
+		"app/Chart.yaml":  "apiVersion: v2\nname: app\nversion: 1.0.0\n",
+		"app/values.yaml": "greeting: hello\n",
+		"app/templates/tls.yaml": `{{- $cert := genSelfSignedCert "web.example.com" nil nil 365 }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: web-tls
+type: kubernetes.io/tls
+data:
+  tls.crt: {{ $cert.Cert | b64enc | quote }}
+  tls.key: {{ $cert.Key | b64enc | quote }}
+`,
+		"app/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\ndata:\n  greeting: {{ .Values.greeting }}\n",
+	}
+	h.repo.Commit("tls", files)
+	r := h.mustTick(reconcile.OutcomeApplied)
+	if r.Counts.Created != 2 || r.Counts.GeneratedOnce != 1 {
+		t.Fatalf("created %d, generated once %d; want 2 and 1", r.Counts.Created, r.Counts.GeneratedOnce)
+	}
+	crt := func() string {
+		s := h.get(gvrSecret, "web-tls")
+		if s == nil {
+			t.Fatal("Secret web-tls missing")
+		}
+		v, _ := s.Object["data"].(map[string]any)["tls.crt"].(string)
+		return v
+	}
+	first := crt()
+	h.rec = nil // a restarted process makes another certificate
+	h.mustTick(reconcile.OutcomeConverged)
+	h.repo.Commit("greeting", map[string]string{"app/values.yaml": "greeting: hi\n"})
+	r = h.mustTick(reconcile.OutcomeApplied)
+	if r.Counts.Updated != 1 || crt() != first {
+		t.Errorf("a new revision: updated %d (%v), certificate kept %t; want the ConfigMap only", r.Counts.Updated, r.Changes, crt() == first)
+	}
+	if err := h.dyn.Resource(gvrSecret).Namespace(h.ns).Delete(context.Background(), "web-tls", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r = h.mustTick(reconcile.OutcomeApplied); r.Counts.Created != 1 || crt() == "" {
+		t.Errorf("the deleted Secret: created %d; want it made again", r.Counts.Created)
 	}
 }

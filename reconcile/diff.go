@@ -84,6 +84,10 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 		if c.Action == diff.Delete && !r.cfg.Prune {
 			continue
 		}
+		if c.Action == diff.Update && st.GeneratedOnce[objectKey(c.Desired)] {
+			// A key or certificate made at render time: the live one stays.
+			continue
+		}
 		if c.Action == diff.Update && r.selfHealHeldBack(c) {
 			st.BackingOff = append(st.BackingOff, c.Kind+"/"+c.Name)
 			continue

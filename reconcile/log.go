@@ -92,6 +92,9 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	if r.Counts.Equivalent > 0 {
 		attrs = append(attrs, "server_equivalent", r.Counts.Equivalent)
 	}
+	if r.Counts.GeneratedOnce > 0 {
+		attrs = append(attrs, "generated_once", r.Counts.GeneratedOnce)
+	}
 	if len(r.HooksWaiting) > 0 {
 		attrs = append(attrs, "hooks_waiting", joinList(r.HooksWaiting))
 	}

@@ -35,7 +35,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			return err
 		}
 		st.Revision, st.Fetched = rev.SHA, st.Fetched || rev.Fetched
-		if cached, hooks, chart := r.renderOf(rev.SHA); cached != nil {
+		if cached, hooks, chart, once := r.renderOf(rev.SHA); cached != nil {
 			// The revision did not move: its render is reused, rendering being a
 			// function of the commit alone. Only the kinds' scope, which the
 			// server decides, is checked again.
@@ -43,7 +43,8 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			if err := r.checkScopes(cached); err != nil {
 				return err
 			}
-			st.Desired, st.Hooks, st.Chart = cached, hooks, chart
+			st.Desired, st.Hooks, st.Chart, st.GeneratedOnce = cached, hooks, chart, once
+			st.Counts.GeneratedOnce = len(once)
 			st.Counts.Desired = len(st.Desired)
 			return nil
 		}
@@ -147,6 +148,7 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	seen := map[string]string{} // group/kind/name -> file
 	desired := make([]*unstructured.Unstructured, 0, len(manifests))
 	var hooks []*hook
+	var once map[string]bool
 	for _, m := range manifests {
 		obj := m.Object
 		gvk := obj.GroupVersionKind()
@@ -180,26 +182,32 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 		}
 		decorate(obj, r.cfg.Name, st.Revision, sourceAnn)
 		desired = append(desired, obj)
+		if m.GeneratedOnce {
+			if once == nil {
+				once = map[string]bool{}
+			}
+			once[objectKey(obj)] = true
+		}
 	}
-	st.Desired, st.Hooks = desired, hooks
-	st.Counts.Desired = len(desired)
+	st.Desired, st.Hooks, st.GeneratedOnce = desired, hooks, once
+	st.Counts.Desired, st.Counts.GeneratedOnce = len(desired), len(once)
 	// Only a render that passed every check is kept; the phases after read
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
 	r.mu.Lock()
-	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks, chart: st.Chart}
+	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks, chart: st.Chart, once: once}
 	r.mu.Unlock()
 	return nil
 }
 
 // renderOf is the kept render of sha (its objects and hooks), or nil.
-func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook, *source.Chart) {
+func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook, *source.Chart, map[string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rendered.sha == "" || r.rendered.sha != sha {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	return r.rendered.desired, r.rendered.hooks, r.rendered.chart
+	return r.rendered.desired, r.rendered.hooks, r.rendered.chart, r.rendered.once
 }
 
 // checkScopes checks that every kind of a reused render is still

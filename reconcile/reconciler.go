@@ -167,6 +167,7 @@ type renderCache struct {
 	desired []*unstructured.Unstructured
 	hooks   []*hook
 	chart   *source.Chart
+	once    map[string]bool
 }
 
 // New returns a Reconciler. Observers are called in order at starts and in
@@ -202,7 +203,11 @@ type State struct {
 	Hooks        []*hook
 	HooksWaiting []string
 	// Chart is the chart the revision was, when --path holds one.
-	Chart    *source.Chart
+	Chart *source.Chart
+	// GeneratedOnce are the desired objects (objectKey) that a chart's key
+	// or certificate maker made part of: created when missing, never
+	// updated.
+	GeneratedOnce map[string]bool
 	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
 	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
 	Changes  []diff.Change                // create, update and delete only

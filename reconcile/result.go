@@ -208,6 +208,10 @@ type Counts struct {
 	// never attempted because it stopped (a refused write ends the apply
 	// after its wave; a stop or a failure ends it at once).
 	NotWritten int
+	// GeneratedOnce is how many desired objects a chart's key or
+	// certificate maker (or a random salt) made part of: created when
+	// missing, never updated because their render cannot be repeated.
+	GeneratedOnce int
 }
 
 // Written is how many objects the tick wrote (created, updated, pruned).

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -85,48 +86,37 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 		}
 	}()
 	tfs := newTreeFS(ctx, root, b)
-	ch, err := loadChart(tfs, dir)
+	files, gen, ch, err := renderChart(ctx, tfs, dir, req)
 	if err != nil {
 		return nil, renderFault(err, label)
 	}
-	vals, err := helmValues(tfs, req.Values)
-	if err != nil {
-		return nil, renderFault(err, label)
-	}
-	caps, err := helmCapabilities(req)
-	if err != nil {
-		return nil, renderFault(err, label)
-	}
-	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
-		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: fmt.Errorf("chart requires kubeVersion %s, which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
-	}
-	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
-		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: err}
-	}
-	opts := common.ReleaseOptions{Name: req.Release, Namespace: req.Namespace, Revision: 1, IsInstall: true}
-	rv, err := cutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, true)
-	if err != nil {
-		return nil, &ManifestError{File: label, Err: fmt.Errorf("values: %w", err)}
-	}
-	if err := validateSchemas(ch, rv["Values"].(common.Values)); err != nil {
-		return nil, &ManifestError{File: label, Err: err}
-	}
-	e := engine.Engine{CustomTemplateFuncs: sealedFuncs(req)}
-	files, err := e.RenderWithContext(ctx, ch, rv)
-	if err != nil {
-		return nil, &ManifestError{File: label, Err: err}
+	// Objects whose text the key and certificate makers (or a random salt)
+	// changed are found by rendering a second time: they are created when
+	// missing and never rewritten because of them.
+	var again map[string]string
+	if gen > 0 {
+		if again, _, _, err = renderChart(ctx, tfs, dir, req); err != nil {
+			return nil, renderFault(err, label)
+		}
 	}
 	if err := tfs.Err(); err != nil {
 		return nil, renderFault(err, label)
 	}
-	for k := range files {
-		if strings.HasSuffix(k, "NOTES.txt") {
-			delete(files, k)
-		}
-	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return nil, &ManifestError{File: label, Err: err}
+	}
+	once := map[int]bool{}
+	if again != nil {
+		_, manifests2, err := releaseutil.SortManifests(again, nil, releaseutil.InstallOrder)
+		if err != nil {
+			return nil, &ManifestError{File: label, Err: err}
+		}
+		for i, m := range manifests {
+			if i >= len(manifests2) || manifests2[i].Name != m.Name || manifests2[i].Content != m.Content {
+				once[i] = true
+			}
+		}
 	}
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%s%s %s\n", chartLine, oneLine(ch.Name()), oneLine(ch.Metadata.Version))
@@ -141,8 +131,12 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 		}
 		fmt.Fprintf(&buf, "%s%s\n", skippedHook, oneLine(fmt.Sprintf("%s/%s (%s)", h.Kind, h.Name, hookEvents(h))))
 	}
-	for _, m := range manifests {
-		fmt.Fprintf(&buf, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	for i, m := range manifests {
+		mark := ""
+		if once[i] {
+			mark = generatedOnceMark
+		}
+		fmt.Fprintf(&buf, "---\n# Source: %s\n%s%s\n", m.Name, mark, m.Content)
 		if n := int64(buf.Len()); n > b.lim.MaxBytes {
 			return nil, newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
 		}
@@ -156,8 +150,59 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 	return buf.Bytes(), nil
 }
 
-// hookMark starts a hook's document in helmBuild's output.
-const hookMark = "# recond-hook\n"
+// hookMark starts a hook's document in helmBuild's output;
+// generatedOnceMark a document that a key or certificate maker (or a
+// random salt) made.
+const (
+	hookMark          = "# recond-hook\n"
+	generatedOnceMark = "# recond-generated-once\n"
+)
+
+// renderChart loads the chart at dir afresh (rendering changes a loaded
+// chart), merges the values, checks them and renders every template. It
+// returns the rendered files (NOTES.txt left out) and how many calls the
+// functions whose output cannot be repeated had.
+func renderChart(ctx context.Context, tfs *treeFS, dir string, req helmRequest) (map[string]string, int64, *chartv2.Chart, error) {
+	label := helmLabel(dir)
+	ch, err := loadChart(tfs, dir)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	vals, err := helmValues(tfs, req.Values)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	caps, err := helmCapabilities(req)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, 0, nil, &ManifestError{File: path.Join(dir, chartFile), Err: fmt.Errorf("chart requires kubeVersion %s, which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
+	}
+	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
+		return nil, 0, nil, &ManifestError{File: path.Join(dir, chartFile), Err: err}
+	}
+	opts := common.ReleaseOptions{Name: req.Release, Namespace: req.Namespace, Revision: 1, IsInstall: true}
+	rv, err := cutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, true)
+	if err != nil {
+		return nil, 0, nil, &ManifestError{File: label, Err: fmt.Errorf("values: %w", err)}
+	}
+	if err := validateSchemas(ch, rv["Values"].(common.Values)); err != nil {
+		return nil, 0, nil, &ManifestError{File: label, Err: err}
+	}
+	var gen atomic.Int64
+	e := engine.Engine{CustomTemplateFuncs: sealedFuncs(req, &gen)}
+	files, err := e.RenderWithContext(ctx, ch, rv)
+	if err != nil {
+		return nil, 0, nil, &ManifestError{File: label, Err: err}
+	}
+	for k := range files {
+		if strings.HasSuffix(k, "NOTES.txt") {
+			delete(files, k)
+		}
+	}
+	return files, gen.Load(), ch, nil
+}
 
 // appliedHook reports whether recond runs hook h: one of its events is
 // pre-install, pre-upgrade, post-install or post-upgrade. Test, rollback
@@ -179,6 +224,8 @@ type helmDocument struct {
 	Source  string // the template, "<chart>/templates/x.yaml"
 	Content []byte
 	Hook    bool // a hook recond runs (helm.sh/hook)
+	// GeneratedOnce: a key or certificate maker made part of it.
+	GeneratedOnce bool
 }
 
 // splitHelmOutput reads helmBuild's output back: each template's
@@ -202,7 +249,8 @@ func splitHelmOutput(out []byte) (docs []helmDocument, chart Chart, crds, hooks 
 	for _, part := range bytes.Split(rest, []byte("\n"+sep)) {
 		src, content, _ := bytes.Cut(part, []byte("\n"))
 		content, hook := bytes.CutPrefix(content, []byte(hookMark))
-		docs = append(docs, helmDocument{Source: string(src), Content: content, Hook: hook})
+		content, once := bytes.CutPrefix(content, []byte(generatedOnceMark))
+		docs = append(docs, helmDocument{Source: string(src), Content: content, Hook: hook, GeneratedOnce: once})
 	}
 	return docs, chart, crds, hooks
 }
@@ -340,8 +388,11 @@ func helmCapabilities(req helmRequest) (*common.Capabilities, error) {
 
 // sealedFuncs replaces the template functions whose result would depend
 // on something else than the commit: time, randomness, DNS, the cluster.
-func sealedFuncs(req helmRequest) template.FuncMap {
+func sealedFuncs(req helmRequest, gen *atomic.Int64) template.FuncMap {
 	fm := repeatableFuncs(req.Seed, req.Now)
+	for name, fn := range generatedOnceFuncs(gen) {
+		fm[name] = fn
+	}
 	fm["lookup"] = func(string, string, string, string) (map[string]any, error) { return map[string]any{}, nil }
 	fm["getHostByName"] = func(string) string { return "" }
 	return fm

@@ -314,3 +314,30 @@ data:
 		t.Errorf("the resolver was asked %d time(s), want never", n)
 	}
 }
+
+// An object that a key or certificate maker made part of is marked
+// GeneratedOnce (found by rendering twice); the others are not.
+func TestHelmGeneratedOnce(t *testing.T) {
+	dir := t.TempDir()
+	files := helmChart()
+	files["app/templates/ca.yaml"] = `{{- $ca := genCA "shop-ca" 365 }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: ca
+data:
+  ca.crt: {{ $ca.Cert | b64enc | quote }}
+`
+	sha := newTestRepo(t, dir).commit(files)
+	for _, worker := range []*Worker{nil, testWorker(t)} {
+		ms, err := mustNew(t, helmConfig(dir, worker, []byte("seed"))).Render(context.Background(), sha)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, m := range byName(t, ms) {
+			if m.GeneratedOnce != (k == "Secret/ca") {
+				t.Errorf("worker=%t: %s: GeneratedOnce = %t; want true for Secret/ca only", worker != nil, k, m.GeneratedOnce)
+			}
+		}
+	}
+}

@@ -8,10 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 	"time"
+
+	"github.com/Masterminds/sprig/v3"
 )
 
 // The random functions of a chart's templates (Sprig's) draw from a
@@ -127,4 +131,34 @@ func (r *repeatable) stream(fn string, args ...any) (*rand.Rand, error) {
 	var s [32]byte
 	copy(s[:], mac.Sum(nil))
 	return rand.New(rand.NewChaCha8(s)), nil
+}
+
+// generatedOnceNames are the functions whose output cannot be repeated
+// safely: keys and certificates (a fresh key, a serial, the time), and
+// hashes and ciphers with a random salt or IV.
+var generatedOnceNames = []string{
+	"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey",
+	"genSignedCert", "genSignedCertWithKey", "bcrypt", "htpasswd", "encryptAES",
+}
+
+// generatedOnceFuncs are Sprig's functions of generatedOnceNames, each
+// counting its calls in n.
+func generatedOnceFuncs(n *atomic.Int64) template.FuncMap {
+	all := sprig.TxtFuncMap()
+	fm := template.FuncMap{}
+	for _, name := range generatedOnceNames {
+		fn, ok := all[name]
+		if !ok {
+			continue
+		}
+		v := reflect.ValueOf(fn)
+		fm[name] = reflect.MakeFunc(v.Type(), func(args []reflect.Value) []reflect.Value {
+			n.Add(1)
+			if v.Type().IsVariadic() {
+				return v.CallSlice(args)
+			}
+			return v.Call(args)
+		}).Interface()
+	}
+	return fm
 }

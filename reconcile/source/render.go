@@ -35,6 +35,12 @@ type Manifest struct {
 	// pre-install, pre-upgrade, post-install or post-upgrade event: it is
 	// run around the revision's other objects, not held like them.
 	Hook bool
+	// GeneratedOnce marks a chart's object that a key or certificate maker
+	// (genCA, genPrivateKey, genSelfSignedCert, genSignedCert, ...) or a
+	// random salt (bcrypt, htpasswd, encryptAES) made part of: its render
+	// cannot be repeated, so it is created when missing and never
+	// rewritten because of it.
+	GeneratedOnce bool
 }
 
 // ManifestError reports a manifest that cannot be read or is not a valid
@@ -334,7 +340,7 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 			return nil, err
 		}
 		for i := range m {
-			m[i].Hook = d.Hook
+			m[i].Hook, m[i].GeneratedOnce = d.Hook, d.GeneratedOnce
 		}
 		ms = append(ms, m...)
 	}
