@@ -208,14 +208,14 @@ type State struct {
 	// or certificate maker made part of: created when missing, never
 	// updated.
 	GeneratedOnce map[string]bool
-	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
-	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
-	Changes  []diff.Change                // create, update and delete only
-	unserved []schema.GroupVersionKind    // inventory kinds the server does not serve now
-	pruned   []schema.GroupVersionKind    // kinds of the objects this tick deleted
-	Ops      []Operation
-	Counts   Counts
-	wrote    bool
+	Desired       []*unstructured.Unstructured // decorated with recond's labels and annotations
+	Live          []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
+	Changes       []diff.Change                // create, update and delete only
+	unserved      []schema.GroupVersionKind    // inventory kinds the server does not serve now
+	pruned        []schema.GroupVersionKind    // kinds of the objects this tick deleted
+	Ops           []Operation
+	Counts        Counts
+	wrote         bool
 	// Terminating are the owned objects being deleted ("Kind/name"): not
 	// written or deleted again until they are gone.
 	Terminating []string
