@@ -111,8 +111,8 @@ test-short:
 ## bench: recond against Flux's engine on one API server, N=90..3000, then a fleet of 20 recond processes
 ## in list and in watch mode (about 15 minutes; tables into docs/performance.md, plot into
 ## docs/img/bench-converged.png; RECOND_BENCH_N=90,300 for fewer sizes, RECOND_BENCH_FLEET=0 for no fleet)
-bench: control-plane
-	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^(TestCompare|TestFleet)$$' -v ./bench/
+bench: control-plane tools
+	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^(TestCompare|TestFleet|TestCharts)$$' -v ./bench/
 
 ## demo: recond holding a namespace of a local control plane against a local repository
 demo: build control-plane

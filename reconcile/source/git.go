@@ -108,8 +108,10 @@ type Source struct {
 	// so that a commit that is bad in itself costs one fresh clone only.
 	mu               sync.Mutex
 	suspect, rebuilt string
-	// chart is the chart of the last revision rendered as one.
+	// chart is the chart of the last revision rendered as one; seed the
+	// instance's seed, once a chart's render needed it (withSeed).
 	chart chartAt
+	seed  []byte
 }
 
 // New validates cfg and returns a Source. It does not touch the network or

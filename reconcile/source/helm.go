@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"helm.sh/helm/v4/pkg/ignore"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"sigs.k8s.io/kustomize/api/sealed"
 )
 
 // chartFile is the file whose presence in --path makes it a Helm chart.
@@ -47,6 +49,21 @@ type helmRequest struct {
 	Now time.Time `json:"now"`
 	// Seed keys the random functions (helmfuncs.go); nil: they fail.
 	Seed []byte `json:"seed,omitempty"`
+
+	// CapsErr is why the capabilities are not known (a kustomization's
+	// helmCharts entry then fails with it; a kustomization without one
+	// does not need them).
+	CapsErr string `json:"capsErr,omitempty"`
+
+	// standIns makes the key and certificate makers return cheap values
+	// that differ at every call (the second render of generated-once
+	// detection).
+	standIns bool
+
+	// inline are values documents merged after Values (a kustomization's
+	// helmCharts entry); never on the pipe: kustomize runs where they are
+	// read.
+	inline [][]byte
 }
 
 // The lines of a chart render's output that say what it left out, before
@@ -95,7 +112,9 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 	// missing and never rewritten because of them.
 	var again map[string]string
 	if gen > 0 {
-		if again, _, _, err = renderChart(ctx, tfs, dir, req); err != nil {
+		again2 := req
+		again2.standIns = true
+		if again, _, _, err = renderChart(ctx, tfs, dir, again2); err != nil {
 			return nil, renderFault(err, label)
 		}
 	}
@@ -171,6 +190,16 @@ func renderChart(ctx context.Context, tfs *treeFS, dir string, req helmRequest) 
 	vals, err := helmValues(tfs, req.Values)
 	if err != nil {
 		return nil, 0, nil, err
+	}
+	for i, doc := range req.inline {
+		if err := tfs.b.inspect(label, doc, false); err != nil {
+			return nil, 0, nil, err
+		}
+		cur, err := loaderv2.LoadValues(bytes.NewReader(doc))
+		if err != nil {
+			return nil, 0, nil, &ManifestError{File: label, Err: fmt.Errorf("values %d: %w", i+1, err)}
+		}
+		vals = loaderv2.MergeMaps(vals, cur)
 	}
 	caps, err := helmCapabilities(req)
 	if err != nil {
@@ -390,10 +419,64 @@ func helmCapabilities(req helmRequest) (*common.Capabilities, error) {
 // on something else than the commit: time, randomness, DNS, the cluster.
 func sealedFuncs(req helmRequest, gen *atomic.Int64) template.FuncMap {
 	fm := repeatableFuncs(req.Seed, req.Now)
-	for name, fn := range generatedOnceFuncs(gen) {
+	for name, fn := range generatedOnceFuncs(gen, req.standIns) {
 		fm[name] = fn
 	}
 	fm["lookup"] = func(string, string, string, string) (map[string]any, error) { return map[string]any{}, nil }
 	fm["getHostByName"] = func(string) string { return "" }
 	return fm
+}
+
+// kustomizeChart renders one of a kustomization's helmCharts entries with
+// the same engine, bounds and sealing as a chart at --path: the chart is
+// read from the repository (helmGlobals.chartHome), never downloaded. Its
+// output is what `helm template` prints: the objects, the hooks (unless
+// skipHooks; test hooks unless skipTests) and, with includeCRDs, crds/.
+func kustomizeChart(ctx context.Context, tfs *treeFS, base helmRequest, hr sealed.HelmRequest) ([]byte, error) {
+	if base.CapsErr != "" {
+		return nil, errors.New(base.CapsErr)
+	}
+	dir, ok := strings.CutPrefix(path.Clean(hr.ChartDir), mount+"/")
+	if !ok {
+		return nil, fmt.Errorf("helm chart %s: outside the repository", hr.ChartDir)
+	}
+	if n, err := tfs.lookup(abs(dir)); err != nil || n.tree == nil {
+		return nil, fmt.Errorf("helm chart %s: no chart directory there (recond downloads nothing: vendor the chart under helmGlobals.chartHome)", dir)
+	}
+	req := base
+	req.Release, req.Values, req.inline = cmp.Or(hr.ReleaseName, "release-name"), nil, hr.Values
+	req.Namespace = cmp.Or(hr.Namespace, base.Namespace)
+	if hr.KubeVersion != "" {
+		req.KubeVersion = hr.KubeVersion
+	}
+	if len(hr.APIVersions) > 0 {
+		req.APIVersions = append(slices.Clone(req.APIVersions), hr.APIVersions...)
+	}
+	files, _, ch, err := renderChart(ctx, tfs, dir, req)
+	if err != nil {
+		return nil, err
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if hr.IncludeCRDs {
+		for _, crd := range ch.CRDObjects() {
+			fmt.Fprintf(&buf, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data)
+		}
+	}
+	for _, m := range manifests {
+		fmt.Fprintf(&buf, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	for _, h := range hooks {
+		if hr.SkipHooks || hr.SkipTests && slices.Contains(h.Events, release.HookTest) {
+			continue
+		}
+		fmt.Fprintf(&buf, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	}
+	if n := int64(buf.Len()); n > tfs.b.lim.MaxBytes {
+		return nil, newLimitError(LimitBytes, n, tfs.b.lim.MaxBytes, helmLabel(dir))
+	}
+	return buf.Bytes(), nil
 }

@@ -341,3 +341,91 @@ data:
 		}
 	}
 }
+
+// A kustomization's helmCharts are rendered by the same engine, from the
+// chart vendored under helmGlobals.chartHome (default charts/), with
+// valuesInline and additionalValuesFiles, and kustomize transforms the
+// output like any resource (namePrefix). Hooks are ordinary objects there,
+// as with `kustomize build --enable-helm`. The seed is asked for only when
+// a random function needs it.
+func TestKustomizeHelmCharts(t *testing.T) {
+	files := map[string]string{
+		"k/kustomization.yaml": `namePrefix: team-
+resources: [extra.yaml]
+helmCharts:
+- name: app
+  releaseName: web
+  valuesInline:
+    replicas: 5
+    image: nginx:2
+  additionalValuesFiles: [prod.yaml]
+`,
+		"k/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n",
+		"k/prod.yaml":  "replicas: 3\n",
+	}
+	for p, c := range helmChart() {
+		if strings.HasPrefix(p, "app/") {
+			files["k/charts/"+p] = c
+		}
+	}
+	dir := t.TempDir()
+	sha := newTestRepo(t, dir).commit(files)
+	seeds := 0
+	for _, worker := range []*Worker{nil, testWorker(t)} {
+		t.Run(fmt.Sprintf("worker=%t", worker != nil), func(t *testing.T) {
+			cfg := helmConfig(dir, worker, []byte("seed"))
+			cfg.Path, cfg.Helm.Values = "k", nil
+			cfg.Helm.Seed = func(context.Context) ([]byte, error) { seeds++; return []byte("seed"), nil }
+			ms, err := mustNew(t, cfg).Render(context.Background(), sha)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := byName(t, ms)
+			want := []string{"ConfigMap/team-extra", "ConfigMap/team-probe", "ConfigMap/team-web-sub", "Deployment/team-web-app", "Job/team-migrate", "Secret/team-web-app-db"}
+			if d := cmp.Diff(want, sortedKeys(got)); d != "" {
+				t.Fatalf("objects (-want +got):\n%s", d)
+			}
+			d := got["Deployment/team-web-app"].Object.Object
+			if r := d["spec"].(map[string]any)["replicas"]; r != int64(3) {
+				t.Errorf("replicas = %v, want 3 (prod.yaml over valuesInline over values.yaml)", r)
+			}
+			if img := fmt.Sprint(d["spec"]); !strings.Contains(img, "nginx:2") {
+				t.Errorf("valuesInline image not applied: %s", img)
+			}
+		})
+	}
+	if seeds != 2 {
+		t.Errorf("the seed was asked for %d times, want 2 (once per Source: the chart uses randAlphaNum)", seeds)
+	}
+}
+
+// What a kustomization's helmCharts may not do fails read, naming it: a
+// chart that is not vendored (a repo to download from), a chart home
+// outside the repository, the old helmChartInflationGenerator form.
+func TestKustomizeHelmChartsRefused(t *testing.T) {
+	for name, kust := range map[string]string{
+		"not vendored":       "helmCharts:\n- name: redis\n  repo: https://charts.example.com\n  version: 1.0.0\n",
+		"chart home outside": "helmGlobals:\n  chartHome: ../../..\nhelmCharts:\n- name: app\n",
+		"config home":        "helmGlobals:\n  configHome: /tmp/helm\nhelmCharts:\n- name: app\n",
+		"old form":           "helmChartInflationGenerator:\n- chartName: app\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{"k/kustomization.yaml": kust}
+			for p, c := range helmChart() {
+				if strings.HasPrefix(p, "app/") {
+					files["k/charts/"+p] = c
+				}
+			}
+			sha := newTestRepo(t, dir).commit(files)
+			cfg := helmConfig(dir, nil, []byte("seed"))
+			cfg.Path = "k"
+			_, err := mustNew(t, cfg).Render(context.Background(), sha)
+			var me *ManifestError
+			if !errors.As(err, &me) {
+				t.Fatalf("Render() error = %v; want a *ManifestError", err)
+			}
+			t.Log(err)
+		})
+	}
+}

@@ -142,8 +142,10 @@ var generatedOnceNames = []string{
 }
 
 // generatedOnceFuncs are Sprig's functions of generatedOnceNames, each
-// counting its calls in n.
-func generatedOnceFuncs(n *atomic.Int64) template.FuncMap {
+// counting its calls in n. With stand-ins, they return instead values of
+// the same types whose strings differ at every call, at no cost (a key
+// takes tens of milliseconds): enough to tell which objects they reach.
+func generatedOnceFuncs(n *atomic.Int64, standIns bool) template.FuncMap {
 	all := sprig.TxtFuncMap()
 	fm := template.FuncMap{}
 	for _, name := range generatedOnceNames {
@@ -153,7 +155,10 @@ func generatedOnceFuncs(n *atomic.Int64) template.FuncMap {
 		}
 		v := reflect.ValueOf(fn)
 		fm[name] = reflect.MakeFunc(v.Type(), func(args []reflect.Value) []reflect.Value {
-			n.Add(1)
+			call := n.Add(1)
+			if standIns {
+				return standIn(v.Type(), fmt.Sprintf("recond-stand-in-%s-%d", name, call))
+			}
 			if v.Type().IsVariadic() {
 				return v.CallSlice(args)
 			}
@@ -161,4 +166,26 @@ func generatedOnceFuncs(n *atomic.Int64) template.FuncMap {
 		}).Interface()
 	}
 	return fm
+}
+
+// standIn returns zero values of ft's results, with every string (and
+// every exported string field of a struct) set to s.
+func standIn(ft reflect.Type, s string) []reflect.Value {
+	out := make([]reflect.Value, ft.NumOut())
+	for i := range out {
+		t := ft.Out(i)
+		v := reflect.New(t).Elem()
+		switch t.Kind() {
+		case reflect.String:
+			v.SetString(s)
+		case reflect.Struct:
+			for f := range t.NumField() {
+				if fv := v.Field(f); fv.Kind() == reflect.String && fv.CanSet() {
+					fv.SetString(s + "-" + t.Field(f).Name)
+				}
+			}
+		}
+		out[i] = v
+	}
+	return out
 }

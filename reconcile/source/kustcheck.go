@@ -61,8 +61,11 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 		if err := k.Unmarshal(data); err != nil {
 			return &ManifestError{File: file, Err: err}
 		}
-		if len(k.HelmChartInflationGenerator) > 0 || len(k.HelmCharts) > 0 || k.HelmGlobals != nil {
-			return &ManifestError{File: file, Err: errors.New("helm charts are not supported: recond does not run helm; render the chart and commit its output")}
+		if len(k.HelmChartInflationGenerator) > 0 {
+			return &ManifestError{File: file, Err: errors.New("helmChartInflationGenerator is not supported: use helmCharts (charts vendored under helmGlobals.chartHome)")}
+		}
+		if err := checkHelmCharts(tfs, dir, &k); err != nil {
+			return &ManifestError{File: file, Err: err}
 		}
 		psm := k.PatchesStrategicMerge
 		k.FixKustomization()
@@ -194,4 +197,43 @@ func checkEntry(tfs *treeFS, dir, entry string) (*node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// checkHelmCharts checks that a kustomization's helmCharts read only the
+// repository: helmGlobals.chartHome (default charts/) and every values
+// file resolve inside it, and each chart is there (recond downloads
+// nothing: a repo or version only names where the chart came from).
+func checkHelmCharts(tfs *treeFS, dir string, k *types.Kustomization) error {
+	if len(k.HelmCharts) == 0 {
+		return nil
+	}
+	home := types.HelmDefaultHome
+	if k.HelmGlobals != nil && k.HelmGlobals.ChartHome != "" {
+		home = k.HelmGlobals.ChartHome
+	}
+	if k.HelmGlobals != nil && k.HelmGlobals.ConfigHome != "" {
+		return fmt.Errorf("helmGlobals.configHome %q: recond runs no helm and reads no helm configuration", k.HelmGlobals.ConfigHome)
+	}
+	if _, err := checkEntry(tfs, dir, home); err != nil {
+		return fmt.Errorf("helmGlobals.chartHome %q: %w", home, err)
+	}
+	for _, c := range k.HelmCharts {
+		chart := path.Join(home, c.Name)
+		if c.Version != "" && c.Repo != "" {
+			chart = path.Join(home, c.Name+"-"+c.Version, c.Name)
+		}
+		n, err := checkEntry(tfs, dir, chart)
+		if err != nil || n.tree == nil {
+			return fmt.Errorf("helmCharts %q: no chart at %s (recond downloads nothing: vendor the chart there, e.g. `helm pull --untar`, and commit it)", c.Name, path.Join(dir, chart))
+		}
+		for _, f := range append([]string{c.ValuesFile}, c.AdditionalValuesFiles...) {
+			if f == "" {
+				continue
+			}
+			if _, err := checkEntry(tfs, dir, f); err != nil {
+				return fmt.Errorf("helmCharts %q: values file %q: %w", c.Name, f, err)
+			}
+		}
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/sealed"
 )
 
 // Manifest is one Kubernetes object read from the repository.
@@ -101,7 +102,7 @@ func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
 	}
 	for _, name := range kustomizationFiles {
 		if e, err := dir.FindEntry(name); err == nil && (e.Mode.IsFile() || e.Mode == filemode.Symlink) {
-			ms, err := s.kustomize(ctx, sha, root, b)
+			ms, err := s.kustomize(ctx, repo, sha, root, b)
 			return ms, b.safe(err) // no error quotes a secret value (secrets.go)
 		}
 	}
@@ -315,12 +316,12 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
-	if s.cfg.Worker != nil {
-		out, err = s.renderInWorker(ctx, sha, b.lim, helmLabel(s.dir), &req)
-	} else {
-		out, err = inGoroutine(ctx, func() ([]byte, error) { return helmBuild(ctx, root, s.dir, b, req) })
-	}
+	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
+		if s.cfg.Worker != nil {
+			return s.renderInWorker(ctx, sha, b.lim, helmLabel(s.dir), &req, true)
+		}
+		return inGoroutine(ctx, func() ([]byte, error) { return helmBuild(ctx, root, s.dir, b, req) })
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -365,31 +366,37 @@ func (s *Source) Chart(sha string) *Chart {
 }
 
 // helmRequest gathers what a chart's render needs from outside the chart:
-// the release, the values files, the cluster's capabilities, the seed and
-// the commit's time.
+// the release, the values files, the cluster's capabilities and the
+// commit's time (the seed is asked for when a render needs it: withSeed).
 func (s *Source) helmRequest(ctx context.Context, repo *git.Repository, sha string) (helmRequest, error) {
 	h := s.cfg.Helm
 	req := helmRequest{Release: h.Release, Namespace: h.Namespace, Values: h.Values}
 	if req.Release == "" {
 		req.Release = "release-name"
 	}
-	c, err := repo.CommitObject(plumbing.NewHash(sha))
-	if err != nil {
-		return req, fmt.Errorf("commit %s: %w", sha, err)
+	if repo != nil { // nil: a tree without a commit (tests)
+		c, err := repo.CommitObject(plumbing.NewHash(sha))
+		if err != nil {
+			return req, fmt.Errorf("commit %s: %w", sha, err)
+		}
+		req.Now = c.Committer.When.UTC()
 	}
-	req.Now = c.Committer.When.UTC()
+	var err error
 	if h.Capabilities != nil {
 		if req.KubeVersion, req.APIVersions, err = h.Capabilities(ctx); err != nil {
-			return req, fmt.Errorf("the API server's capabilities, for the chart: %w", err)
-		}
-	}
-	if h.Seed != nil {
-		if req.Seed, err = h.Seed(ctx); err != nil {
-			return req, fmt.Errorf("the instance's seed, for the chart: %w", err)
+			return req, &capabilitiesError{err}
 		}
 	}
 	return req, nil
 }
+
+// capabilitiesError is the API server not telling its capabilities.
+type capabilitiesError struct{ err error }
+
+func (e *capabilitiesError) Error() string {
+	return "the API server's capabilities, for the chart: " + e.err.Error()
+}
+func (e *capabilitiesError) Unwrap() error { return e.err }
 
 // inGoroutine runs build in a goroutine of its own and returns as soon as
 // ctx is done; the build then goes on until it ends (a worker process is
@@ -419,21 +426,47 @@ var kustomizeMu sync.Mutex
 // kustomize builds the kustomization at s.dir and decodes what it produced.
 // With a Worker configured, the build runs in a worker process (see
 // worker.go) that is killed when ctx is done; otherwise it runs in-process.
-func (s *Source) kustomize(ctx context.Context, sha string, root *object.Tree, b *budget) ([]Manifest, error) {
+func (s *Source) kustomize(ctx context.Context, repo *git.Repository, sha string, root *object.Tree, b *budget) ([]Manifest, error) {
 	label := kustomizeLabel(s.dir)
-	var (
-		out []byte
-		err error
-	)
-	if s.cfg.Worker != nil {
-		out, err = s.renderInWorker(ctx, sha, b.lim, label, nil)
-	} else {
-		out, err = kustomizeInProcess(ctx, root, s.dir, b)
+	req, err := s.helmRequest(ctx, repo, sha)
+	var capsErr *capabilitiesError
+	if errors.As(err, &capsErr) {
+		// Only a helmCharts entry needs them: it fails with this error.
+		req.CapsErr, err = err.Error(), nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
+		if s.cfg.Worker != nil {
+			return s.renderInWorker(ctx, sha, b.lim, label, &req, false)
+		}
+		return kustomizeInProcess(ctx, root, s.dir, b, req)
+	})
+	if err != nil {
+		return nil, err
+	}
 	return b.decode(label, out)
+}
+
+// withSeed runs render, and once more with the instance's seed when a
+// chart's random function asked for it: the seed Secret is read (or made)
+// only for charts that use one.
+func (s *Source) withSeed(ctx context.Context, req *helmRequest, render func() ([]byte, error)) ([]byte, error) {
+	s.mu.Lock()
+	req.Seed = s.seed // known once a render needed it
+	s.mu.Unlock()
+	out, err := render()
+	if !errors.Is(err, ErrNoSeed) || s.cfg.Helm.Seed == nil || len(req.Seed) > 0 {
+		return out, err
+	}
+	if req.Seed, err = s.cfg.Helm.Seed(ctx); err != nil {
+		return nil, fmt.Errorf("the instance's seed, for the chart: %w", err)
+	}
+	s.mu.Lock()
+	s.seed = req.Seed
+	s.mu.Unlock()
+	return render()
 }
 
 func kustomizeLabel(dir string) string { return "kustomize build " + dir }
@@ -443,7 +476,7 @@ func kustomizeLabel(dir string) string { return "kustomize build " + dir }
 // read, which stops kustomize, but a build that computes without reading
 // goes on (and holds kustomizeMu) until it ends: the worker process is the
 // way to stop one.
-func kustomizeInProcess(ctx context.Context, root *object.Tree, dir string, b *budget) ([]byte, error) {
+func kustomizeInProcess(ctx context.Context, root *object.Tree, dir string, b *budget, req helmRequest) ([]byte, error) {
 	fsCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -458,7 +491,7 @@ func kustomizeInProcess(ctx context.Context, root *object.Tree, dir string, b *b
 			done <- result{err: err}
 			return
 		}
-		out, err := kustomizeBuild(fsCtx, root, dir, b)
+		out, err := kustomizeBuild(fsCtx, root, dir, b, req)
 		done <- result{out, err}
 	}()
 	select {
@@ -475,7 +508,7 @@ func kustomizeInProcess(ctx context.Context, root *object.Tree, dir string, b *b
 // lazily from the commit's tree through a read-only, bounded file system,
 // and returns its YAML output, bounded by MaxObjects and MaxBytes. Every
 // error is a *ManifestError, or ctx's.
-func kustomizeBuild(ctx context.Context, root *object.Tree, dir string, b *budget) (out []byte, err error) {
+func kustomizeBuild(ctx context.Context, root *object.Tree, dir string, b *budget, req helmRequest) (out []byte, err error) {
 	label := kustomizeLabel(dir)
 	defer func() { err = b.safe(err) }() // last: no error quotes a secret value (secrets.go)
 	defer func() {
@@ -489,9 +522,26 @@ func kustomizeBuild(ctx context.Context, root *object.Tree, dir string, b *budge
 	if err := checkKustomizations(tfs, dir); err != nil {
 		return nil, renderFault(err, label)
 	}
+	// A kustomization's helmCharts are rendered by recond's chart renderer,
+	// from the repository, sealed as a chart at --path is (helm.go). Set
+	// here, under kustomizeMu (or alone in a worker process).
+	var noSeed error
+	sealed.HelmTemplate = func(hr sealed.HelmRequest) ([]byte, error) {
+		out, err := kustomizeChart(ctx, tfs, req, hr)
+		if errors.Is(err, ErrNoSeed) {
+			noSeed = err
+		}
+		return out, err
+	}
+	defer func() { sealed.HelmTemplate = nil }()
 	// The default options allow builtin plugins only and restrict loads to
-	// the kustomization's root.
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(tfs, abs(dir))
+	// the kustomization's root; the helm "command" is never run.
+	opts := krusty.MakeDefaultOptions()
+	opts.PluginConfig.HelmConfig.Enabled, opts.PluginConfig.HelmConfig.Command = true, "recond"
+	resources, err := krusty.MakeKustomizer(opts).Run(tfs, abs(dir))
+	if noSeed != nil {
+		return nil, &ManifestError{File: label, Err: noSeed}
+	}
 	if err == nil {
 		if n := resources.Size(); n > b.lim.MaxObjects {
 			return nil, newLimitError(LimitObjects, int64(n), int64(b.lim.MaxObjects), label)

@@ -84,8 +84,10 @@ type workerRequest struct {
 	Limits    Limits `json:"limits"`
 	MaxMemory int64  `json:"maxMemory"`
 	CPU       int64  `json:"cpuSeconds"` // RLIMIT_CPU; 0 for none
-	// Helm, when set, renders the chart at Dir; else kustomize builds it.
+	// Helm is what a chart needs (a kustomization's helmCharts too).
 	Helm *helmRequest `json:"helm,omitempty"`
+	// Chart renders the chart at Dir; else kustomize builds it.
+	Chart bool `json:"chart,omitempty"`
 }
 
 // workerHeader is the first line of the worker's answer; Len bytes of
@@ -105,10 +107,11 @@ type wireError struct {
 	Limit     *LimitError `json:"limit,omitempty"`
 	Manifest  bool        `json:"manifest,omitempty"`
 	ReadFault bool        `json:"readFault,omitempty"`
+	NoSeed    bool        `json:"noSeed,omitempty"` // ErrNoSeed
 }
 
 func toWire(err error) *wireError {
-	w := &wireError{Msg: err.Error(), ReadFault: readFault(err)}
+	w := &wireError{Msg: err.Error(), ReadFault: readFault(err), NoSeed: errors.Is(err, ErrNoSeed)}
 	var me *ManifestError
 	if errors.As(err, &me) {
 		w.Manifest, w.File, w.Object, w.Msg = true, me.File, me.Object, me.Err.Error()
@@ -130,6 +133,8 @@ func (w *wireError) err() error {
 		err = w.Limit
 	case w.ReadFault:
 		err = &objectReadError{err}
+	case w.NoSeed:
+		err = fmt.Errorf("%s%w", strings.TrimSuffix(w.Msg, ErrNoSeed.Error()), ErrNoSeed)
 	}
 	if w.Manifest {
 		return &ManifestError{File: w.File, Object: w.Object, Err: err}
@@ -170,10 +175,14 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 		if err != nil {
 			return nil, err
 		}
+		var h helmRequest
 		if req.Helm != nil {
-			return helmBuild(context.Background(), root, req.Dir, b, *req.Helm)
+			h = *req.Helm
 		}
-		return kustomizeBuild(context.Background(), root, req.Dir, b)
+		if req.Chart {
+			return helmBuild(context.Background(), root, req.Dir, b, h)
+		}
+		return kustomizeBuild(context.Background(), root, req.Dir, b, h)
 	}()
 	w := bufio.NewWriter(out)
 	h := workerHeader{Len: int64(len(yaml))}
@@ -243,13 +252,13 @@ func vmSize() (uint64, error) {
 
 // renderInWorker builds the kustomization at s.dir (helm nil) or renders
 // the chart there in a worker process and returns its YAML output.
-func (s *Source) renderInWorker(ctx context.Context, sha string, lim Limits, label string, helm *helmRequest) ([]byte, error) {
+func (s *Source) renderInWorker(ctx context.Context, sha string, lim Limits, label string, helm *helmRequest, chart bool) ([]byte, error) {
 	w := s.cfg.Worker
 	mem := w.MaxMemory
 	if mem <= 0 {
 		mem = DefaultWorkerMemory
 	}
-	req := workerRequest{Repo: s.cache, SHA: sha, Dir: s.dir, Limits: lim, MaxMemory: mem, Helm: helm}
+	req := workerRequest{Repo: s.cache, SHA: sha, Dir: s.dir, Limits: lim, MaxMemory: mem, Helm: helm, Chart: chart}
 	if s.kind == kindLocal {
 		req.Repo, req.Local = s.local, true
 	}

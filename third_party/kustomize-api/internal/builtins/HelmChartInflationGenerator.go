@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/sealed"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/errors"
 	"sigs.k8s.io/kustomize/kyaml/kio"
@@ -130,13 +131,8 @@ func (p *HelmChartInflationGeneratorPlugin) validateArgs() (err error) {
 	}
 
 	// ConfigHome is not loaded by the plugin, and can be located anywhere.
-	if p.ConfigHome == "" {
-		if err = p.establishTmpDir(); err != nil {
-			return errors.WrapPrefixf(
-				err, "unable to create tmp dir for HELM_CONFIG_HOME")
-		}
-		p.ConfigHome = filepath.Join(p.tmpDir, "helm")
-	}
+	// No HELM_CONFIG_HOME: helm never runs (see Generate), and nothing is
+	// written to disk.
 	return nil
 }
 
@@ -259,7 +255,46 @@ func (p *HelmChartInflationGeneratorPlugin) cleanup() {
 
 // Generate implements generator
 func (p *HelmChartInflationGeneratorPlugin) Generate() (rm resmap.ResMap, err error) {
-	return nil, errHelm(p.Name)
+	if sealed.HelmTemplate == nil {
+		return nil, errHelm(p.Name)
+	}
+	chartDir := filepath.Join(p.absChartHome(), p.Name)
+	values, err := p.h.Loader().Load(p.ValuesFile)
+	if err != nil {
+		return nil, fmt.Errorf("helm chart %q: valuesFile: %w", p.Name, err)
+	}
+	if len(p.ValuesInline) > 0 {
+		if p.ValuesMerge == valuesMergeOptionReplace {
+			values, err = yaml.Marshal(p.ValuesInline)
+		} else if err = p.replaceValuesInline(); err == nil {
+			values, err = yaml.Marshal(p.ValuesInline)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("helm chart %q: valuesInline: %w", p.Name, err)
+		}
+	}
+	req := sealed.HelmRequest{ChartDir: chartDir, ReleaseName: p.ReleaseName, Namespace: p.Namespace,
+		Values: [][]byte{values}, IncludeCRDs: p.IncludeCRDs, SkipHooks: p.SkipHooks, SkipTests: p.SkipTests,
+		KubeVersion: p.KubeVersion, APIVersions: p.ApiVersions}
+	for _, f := range p.AdditionalValuesFiles {
+		b, err := p.h.Loader().Load(f)
+		if err != nil {
+			return nil, fmt.Errorf("helm chart %q: additionalValuesFiles: %w", p.Name, err)
+		}
+		req.Values = append(req.Values, b)
+	}
+	out, err := sealed.HelmTemplate(req)
+	if err != nil {
+		return nil, err
+	}
+	rm, err = p.h.ResmapFactory().NewResMapFromBytes(out)
+	if err != nil {
+		return nil, fmt.Errorf("helm chart %q: %w", p.Name, err)
+	}
+	if err := p.markHelmGeneratedResources(rm); err != nil {
+		return nil, err
+	}
+	return rm, nil
 }
 
 // generate is the original Generate, kept unreachable so that the rest of
