@@ -429,3 +429,55 @@ func TestKustomizeHelmChartsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A chart's render is bounded like kustomize's: a template that never ends
+// is stopped at the render's deadline (its worker killed) and the next
+// render runs at once; output counts against MaxObjects and MaxBytes; a
+// tpl that calls itself ends the worker, not the caller.
+func TestHelmRenderBounded(t *testing.T) {
+	dir := t.TempDir()
+	repo := newTestRepo(t, dir)
+	base := helmChart()
+	commit := func(extra map[string]string) string {
+		files := maps.Clone(base)
+		maps.Copy(files, extra)
+		return repo.commit(files)
+	}
+	endless := commit(map[string]string{"app/templates/spin.yaml": "{{- range until 100000 }}{{- range until 100000 }}{{- end }}{{- end }}\n"})
+	many := commit(map[string]string{"app/templates/spin.yaml": "", "app/templates/many.yaml": "{{- range until 500 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m{{ . }}\n{{- end }}\n"})
+	recursive := commit(map[string]string{"app/templates/many.yaml": "", "app/values.yaml": "replicas: 1\nimage: nginx:1\nsub:\n  greeting: hello\nx: '{{ tpl .Values.x . }}'\n",
+		"app/templates/loop.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: loop\ndata:\n  x: {{ tpl .Values.x . | quote }}\n"})
+	good := commit(map[string]string{"app/templates/loop.yaml": "", "app/values.yaml": base["app/values.yaml"]})
+
+	w := &Worker{Path: testWorker(t).Path, MaxMemory: 256 << 20}
+	s := mustNew(t, helmConfig(dir, w, []byte("seed")))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, err := s.Render(ctx, endless)
+	cancel()
+	if !errors.Is(err, ErrRenderKilled) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a template that never ends: %v; want its worker killed at the deadline", err)
+	}
+	if _, err := s.Render(context.Background(), good); err != nil {
+		t.Fatalf("the next revision: %v", err)
+	}
+
+	limited := helmConfig(dir, w, []byte("seed"))
+	limited.Limits = Limits{MaxObjects: 100}
+	var le *LimitError
+	if _, err := mustNew(t, limited).Render(context.Background(), many); !errors.As(err, &le) || le.Limit != LimitObjects {
+		t.Errorf("500 objects under a limit of 100: %v; want a LimitError of %s", err, LimitObjects)
+	}
+	limited.Limits = Limits{MaxBytes: 20 << 10}
+	if _, err := mustNew(t, limited).Render(context.Background(), many); !errors.As(err, &le) || le.Limit != LimitBytes {
+		t.Errorf("500 objects under 20 KiB: %v; want a LimitError of %s", err, LimitBytes)
+	}
+
+	_, err = s.Render(context.Background(), recursive)
+	if err == nil || errors.Is(err, ErrRenderKilled) {
+		t.Errorf("a tpl that calls itself: %v; want the render to fail by itself", err)
+	}
+	t.Logf("a tpl that calls itself: %v", err)
+	if _, err := s.Render(context.Background(), good); err != nil {
+		t.Fatalf("after the recursive chart: %v", err)
+	}
+}
