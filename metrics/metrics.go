@@ -179,7 +179,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		}),
 		generatedOnce: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "generated_once_resources",
-			Help: "Desired objects that a chart's key or certificate maker (or a random salt) made part of, at the last tick that read Git: created when missing, never updated.",
+			Help: "Desired objects with fields that a chart's key or certificate maker (or a random salt) made, at the last tick that read Git: written at creation, live values kept after that.",
 		}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "panics_total",

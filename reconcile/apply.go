@@ -202,8 +202,9 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 	}
 
 	if !r.cfg.DryRun && !r.cfg.SelfHeal && st.Revision == inv.Revision {
-		// Self-heal is off and Git has not moved: report the drift only.
-		return nil
+		// Self-heal is off and Git has not moved: report the drift only
+		// (the revision's post-hooks still run once it is healthy).
+		return r.hooksAfter(ctx, st)
 	}
 	if len(writes) > 0 {
 		vctx, span := startSpan(ctx, "recond.validate", attribute.Int("recond.objects.count", len(writes)))
@@ -498,7 +499,9 @@ func (v *validatedCreates) done(desired *unstructured.Unstructured) {
 // serve now, and records the revision as applied.
 func nextInventory(st *State, owned map[string]bool) *inventory {
 	inv := &inventory{Revision: st.Revision}
-	if st.inv != nil {
+	if st.inv != nil && len(st.Hooks) > 0 {
+		// A revision without hooks forgets the last one's: going back to
+		// it later runs its hooks again, as a new revision would.
 		inv.Hooks = st.inv.Hooks.clone()
 	}
 	for _, d := range st.Desired {

@@ -100,17 +100,18 @@ func TestChartIsHeldAcrossRestarts(t *testing.T) {
 	}
 }
 
-// An object a chart's certificate maker made part of is created when
-// missing and never rewritten: not by a restarted process, whose render
-// makes another certificate, nor by a new revision. The tick counts it
-// (generated_once=).
+// The fields a chart's certificate maker made are written when their
+// object is created and kept after that: not rewritten by a restarted
+// process, whose render makes another certificate, nor by a new revision,
+// which still updates the object's other fields. The tick counts the
+// objects (generated_once=).
 func TestGeneratedOnceObjectsAreNotRewritten(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Path = "app"
 	h.helm = &source.HelmOptions{Release: "tls"}
 	files := map[string]string{
 		"app/Chart.yaml":  "apiVersion: v2\nname: app\nversion: 1.0.0\n",
-		"app/values.yaml": "greeting: hello\n",
+		"app/values.yaml": "greeting: hello\ncolor: blue\n",
 		"app/templates/tls.yaml": `{{- $cert := genSelfSignedCert "web.example.com" nil nil 365 }}
 apiVersion: v1
 kind: Secret
@@ -120,13 +121,22 @@ type: kubernetes.io/tls
 data:
   tls.crt: {{ $cert.Cert | b64enc | quote }}
   tls.key: {{ $cert.Key | b64enc | quote }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web
+  annotations:
+    checksum/tls: {{ $cert.Cert | sha256sum }}
+data:
+  color: {{ .Values.color }}
 `,
 		"app/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\ndata:\n  greeting: {{ .Values.greeting }}\n",
 	}
 	h.repo.Commit("tls", files)
 	r := h.mustTick(reconcile.OutcomeApplied)
-	if r.Counts.Created != 2 || r.Counts.GeneratedOnce != 1 {
-		t.Fatalf("created %d, generated once %d; want 2 and 1", r.Counts.Created, r.Counts.GeneratedOnce)
+	if r.Counts.Created != 3 || r.Counts.GeneratedOnce != 2 {
+		t.Fatalf("created %d, generated once %d; want 3 and 2", r.Counts.Created, r.Counts.GeneratedOnce)
 	}
 	crt := func() string {
 		s := h.get(gvrSecret, "web-tls")
@@ -139,15 +149,20 @@ data:
 	first := crt()
 	h.rec = nil // a restarted process makes another certificate
 	h.mustTick(reconcile.OutcomeConverged)
-	h.repo.Commit("greeting", map[string]string{"app/values.yaml": "greeting: hi\n"})
+	sum := h.get(gvrConfigMap, "web").GetAnnotations()["checksum/tls"]
+	h.repo.Commit("greeting", map[string]string{"app/values.yaml": "greeting: hi\ncolor: red\n"})
 	r = h.mustTick(reconcile.OutcomeApplied)
-	if r.Counts.Updated != 1 || crt() != first {
-		t.Errorf("a new revision: updated %d (%v), certificate kept %t; want the ConfigMap only", r.Counts.Updated, r.Changes, crt() == first)
+	if r.Counts.Updated != 2 || crt() != first {
+		t.Errorf("a new revision: updated %d (%v), certificate kept %t; want the two ConfigMaps only", r.Counts.Updated, r.Changes, crt() == first)
+	}
+	web := h.get(gvrConfigMap, "web")
+	if web.GetAnnotations()["checksum/tls"] != sum || web.Object["data"].(map[string]any)["color"] != "red" {
+		t.Errorf("ConfigMap web: checksum %q (was %q), data %v; want the checksum kept and color red", web.GetAnnotations()["checksum/tls"], sum, web.Object["data"])
 	}
 	if err := h.dyn.Resource(gvrSecret).Namespace(h.ns).Delete(context.Background(), "web-tls", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if r = h.mustTick(reconcile.OutcomeApplied); r.Counts.Created != 1 || crt() == "" {
+	if r = h.mustTick(reconcile.OutcomeApplied); r.Counts.Created != 1 || crt() == "" || crt() == first {
 		t.Errorf("the deleted Secret: created %d; want it made again", r.Counts.Created)
 	}
 }

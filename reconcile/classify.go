@@ -46,7 +46,13 @@ func Classify(err error) Reason {
 	case err == nil:
 		return ""
 	case errors.As(err, &hook):
-		return ReasonHook
+		// A hook that failed is reason hook; a request about one that
+		// failed (forbidden, a timeout) keeps its own reason.
+		var failed *hookFailure
+		if errors.As(hook.Err, &failed) {
+			return ReasonHook
+		}
+		return Classify(hook.Err)
 	case errors.As(err, &inv), errors.As(err, &man):
 		return ReasonInvalid
 	case errors.As(err, &sig):

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/cluster"
@@ -40,6 +42,7 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	opts := r.diffOptions()
 	r.equivalent.at(st.Revision)
 	desired, live := r.unsettled(st)
+	desired = keepGenerated(st, desired)
 	all := diff.Objects(desired, live, opts)
 	var foreign []string
 	for _, c := range all {
@@ -84,8 +87,8 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 		if c.Action == diff.Delete && !r.cfg.Prune {
 			continue
 		}
-		if c.Action == diff.Update && st.GeneratedOnce[objectKey(c.Desired)] {
-			// A key or certificate made at render time: the live one stays.
+		if c.Action == diff.Update && wholeGenerated(st.Generated[objectKey(c.Desired)]) {
+			// Made whole by a key or certificate maker: the live one stays.
 			continue
 		}
 		if c.Action == diff.Update && r.selfHealHeldBack(c) {
@@ -337,4 +340,49 @@ func shortSHA(s string) string {
 		return s[:12]
 	}
 	return s
+}
+
+// keepGenerated returns desired with, for each object whose fields a
+// chart's key or certificate maker made (st.Generated) and that exists,
+// a copy whose generated fields hold the live values: such a field is
+// written when the object is created, and never rewritten because a
+// render made another key. The render's objects are not changed.
+func keepGenerated(st *State, desired []*unstructured.Unstructured) []*unstructured.Unstructured {
+	if len(st.Generated) == 0 {
+		return desired
+	}
+	byKey := st.liveByKey()
+	out := desired
+	for i, d := range desired {
+		k := objectKey(d)
+		paths, l := st.Generated[k], byKey[k]
+		if len(paths) == 0 || l == nil || wholeGenerated(paths) {
+			continue
+		}
+		if &out[0] == &desired[0] {
+			out = slices.Clone(desired)
+		}
+		c := d.DeepCopy()
+		for _, p := range paths {
+			v, found, _ := unstructured.NestedFieldNoCopy(l.Object, p...)
+			if !found && len(p) == 2 && p[0] == "stringData" {
+				// The server keeps a Secret's stringData under data.
+				if enc, ok, _ := unstructured.NestedString(l.Object, "data", p[1]); ok {
+					if dec, err := base64.StdEncoding.DecodeString(enc); err == nil {
+						v, found = string(dec), true
+					}
+				}
+			}
+			if found {
+				_ = unstructured.SetNestedField(c.Object, runtime.DeepCopyJSONValue(v), p...)
+			}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// wholeGenerated reports whether paths stand for the whole object.
+func wholeGenerated(paths [][]string) bool {
+	return len(paths) == 1 && len(paths[0]) == 0
 }

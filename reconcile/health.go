@@ -153,9 +153,14 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 	}
 	h.Status = health.Of(statuses)
 	st.Health = h
-	if h.Status == health.Healthy && st.Revision != "" {
+	// Healthy at a revision counts only once it was applied in full (the
+	// post-hooks wait for it); the objects of the one before may be
+	// healthy under the same names.
+	if inv := r.inventory(); h.Status == health.Healthy && st.Revision != "" && inv != nil && inv.Revision == st.Revision {
 		rev := st.Revision
-		r.healthy.Store(&rev)
+		if old := r.healthy.Swap(&rev); (old == nil || *old != rev) && inv.Hooks != nil && inv.Hooks.Revision == rev && inv.Hooks.Phase == "main" {
+			r.TriggerAfter(TriggerHook, 0) // the post-hooks are due
+		}
 	}
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("recond.health", string(h.Status)),
 		attribute.Int("recond.objects.assessed", len(h.Objects)),

@@ -51,9 +51,19 @@ type HookError struct {
 }
 
 func (e *HookError) Error() string {
+	if e.Hook == "" {
+		return fmt.Sprintf("%s hook: %v", e.Event, e.Err)
+	}
 	return fmt.Sprintf("%s hook %s: %v", e.Event, e.Hook, e.Err)
 }
 func (e *HookError) Unwrap() error { return e.Err }
+
+// hookFailure is a hook's own failure (its Job failed, it ran out of
+// time), as opposed to a request about it that failed: Classify reports
+// the first as reason hook, the second by its own reason.
+type hookFailure struct{ msg string }
+
+func (e *hookFailure) Error() string { return e.msg }
 
 // hook is one hook object of the revision.
 type hook struct {
@@ -101,8 +111,10 @@ type hookState struct {
 	// that succeeded.
 	Started map[string]time.Time `json:"started,omitempty"`
 	Done    []string             `json:"done,omitempty"`
-	// Failed is the failure, once a hook failed.
-	Failed string `json:"failed,omitempty"`
+	// Failed is the failure, once a hook failed, and FailedIn the phase
+	// it failed in (pre or post).
+	Failed   string `json:"failed,omitempty"`
+	FailedIn string `json:"failedIn,omitempty"`
 }
 
 func (s *hookState) clone() *hookState {
@@ -203,17 +215,19 @@ func (r *Reconciler) runHooks(ctx context.Context, st *State, hs *hookState, pha
 			case health.Current:
 				hs.Done = append(hs.Done, k)
 				r.log.InfoContext(ctx, "hook succeeded", "hook", k, "event", event, "revision", shortSHA(hs.Revision))
+				// Recorded before its object is deleted: a stop in between
+				// leaves a hook done, not one whose object is gone.
+				if err := r.saveHooks(ctx, st, hs); err != nil {
+					return false, err
+				}
 				if h.policy(hookSucceeded) {
 					if err := r.kube.Delete(ctx, h.obj.GroupVersionKind(), h.obj.GetName(), live.GetUID(), false); err != nil {
 						return false, err
 					}
 				}
-				if err := r.saveHooks(ctx, st, hs); err != nil {
-					return false, err
-				}
 			case health.Failed:
-				herr := &HookError{Hook: k, Event: event, Err: fmt.Errorf("failed: %s", why)}
-				hs.Phase, hs.Failed = "failed", herr.Error()
+				herr := &HookError{Hook: k, Event: event, Err: &hookFailure{why}}
+				hs.Phase, hs.Failed, hs.FailedIn = "failed", herr.Error(), phase
 				if h.policy(hookFailed) && live != nil {
 					if err := r.kube.Delete(ctx, h.obj.GroupVersionKind(), h.obj.GetName(), live.GetUID(), false); err != nil {
 						return false, err
@@ -335,6 +349,7 @@ func (r *Reconciler) hooksBefore(ctx context.Context, st *State) (bool, error) {
 			event = "install"
 		}
 		hs = &hookState{Revision: st.Revision, Event: event, Phase: "pre", Started: map[string]time.Time{}}
+		r.healthy.Store(nil)
 		r.hooksLogged(ctx, st)
 		if err := r.saveHooks(ctx, st, hs); err != nil {
 			return false, err
@@ -342,7 +357,12 @@ func (r *Reconciler) hooksBefore(ctx context.Context, st *State) (bool, error) {
 	}
 	switch hs.Phase {
 	case "failed":
-		return false, &HookError{Hook: "", Event: hs.Event, Err: fmt.Errorf("%s (hooks run once per revision: push a new revision)", hs.Failed)}
+		if hs.FailedIn == "post" {
+			// The revision was applied in full: it is held (hooksAfter
+			// reports the failure).
+			return true, nil
+		}
+		return false, &HookError{Event: hs.Event, Err: &hookFailure{hs.Failed + " (hooks run once per revision: push a new revision)"}}
 	case "pre":
 		ok, err := r.runHooks(ctx, st, hs, "pre")
 		if !ok || err != nil {
@@ -369,6 +389,9 @@ func (r *Reconciler) hooksAfter(ctx context.Context, st *State) error {
 		}
 		hs.Phase = "post"
 		hs.Started, hs.Done = map[string]time.Time{}, nil
+	}
+	if hs.Phase == "failed" && hs.FailedIn == "post" {
+		return &HookError{Event: hs.Event, Err: &hookFailure{hs.Failed + " (hooks run once per revision: push a new revision)"}}
 	}
 	if hs.Phase != "post" {
 		return nil

@@ -67,7 +67,7 @@ func (h *harness) reconciler() *reconcile.Reconciler {
 	if h.helm != nil {
 		seed := reconcile.SeedPrefix + h.cfg.Name
 		scfg.Helm = source.Helm{HelmOptions: *h.helm, Namespace: h.ns, Capabilities: kube.Capabilities,
-			Seed: func(ctx context.Context) ([]byte, error) { return kube.Seed(ctx, seed) }}
+			Seed: func(ctx context.Context) ([]byte, error) { return kube.Seed(ctx, seed, true) }}
 	}
 	src, err := source.New(scfg)
 	if err != nil {

@@ -43,7 +43,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			if err := r.checkScopes(cached); err != nil {
 				return err
 			}
-			st.Desired, st.Hooks, st.Chart, st.GeneratedOnce = cached, hooks, chart, once
+			st.Desired, st.Hooks, st.Chart, st.Generated = cached, hooks, chart, once
 			st.Counts.GeneratedOnce = len(once)
 			st.Counts.Desired = len(st.Desired)
 			return nil
@@ -148,7 +148,7 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	seen := map[string]string{} // group/kind/name -> file
 	desired := make([]*unstructured.Unstructured, 0, len(manifests))
 	var hooks []*hook
-	var once map[string]bool
+	var once map[string][][]string
 	for _, m := range manifests {
 		obj := m.Object
 		gvk := obj.GroupVersionKind()
@@ -182,14 +182,14 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 		}
 		decorate(obj, r.cfg.Name, st.Revision, sourceAnn)
 		desired = append(desired, obj)
-		if m.GeneratedOnce {
+		if len(m.Generated) > 0 {
 			if once == nil {
-				once = map[string]bool{}
+				once = map[string][][]string{}
 			}
-			once[objectKey(obj)] = true
+			once[objectKey(obj)] = m.Generated
 		}
 	}
-	st.Desired, st.Hooks, st.GeneratedOnce = desired, hooks, once
+	st.Desired, st.Hooks, st.Generated = desired, hooks, once
 	st.Counts.Desired, st.Counts.GeneratedOnce = len(desired), len(once)
 	// Only a render that passed every check is kept; the phases after read
 	// never modify a desired object, so the next tick at this revision can
@@ -201,7 +201,7 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 }
 
 // renderOf is the kept render of sha (its objects and hooks), or nil.
-func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook, *source.Chart, map[string]bool) {
+func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook, *source.Chart, map[string][][]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rendered.sha == "" || r.rendered.sha != sha {

@@ -167,7 +167,7 @@ type renderCache struct {
 	desired []*unstructured.Unstructured
 	hooks   []*hook
 	chart   *source.Chart
-	once    map[string]bool
+	once    map[string][][]string
 }
 
 // New returns a Reconciler. Observers are called in order at starts and in
@@ -204,18 +204,18 @@ type State struct {
 	HooksWaiting []string
 	// Chart is the chart the revision was, when --path holds one.
 	Chart *source.Chart
-	// GeneratedOnce are the desired objects (objectKey) that a chart's key
-	// or certificate maker made part of: created when missing, never
-	// updated.
-	GeneratedOnce map[string]bool
-	Desired       []*unstructured.Unstructured // decorated with recond's labels and annotations
-	Live          []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
-	Changes       []diff.Change                // create, update and delete only
-	unserved      []schema.GroupVersionKind    // inventory kinds the server does not serve now
-	pruned        []schema.GroupVersionKind    // kinds of the objects this tick deleted
-	Ops           []Operation
-	Counts        Counts
-	wrote         bool
+	// Generated are, by objectKey, the fields of desired objects that a
+	// chart's key or certificate maker made (source.Manifest.Generated):
+	// written at creation, live values kept after that.
+	Generated map[string][][]string
+	Desired   []*unstructured.Unstructured // decorated with recond's labels and annotations
+	Live      []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
+	Changes   []diff.Change                // create, update and delete only
+	unserved  []schema.GroupVersionKind    // inventory kinds the server does not serve now
+	pruned    []schema.GroupVersionKind    // kinds of the objects this tick deleted
+	Ops       []Operation
+	Counts    Counts
+	wrote     bool
 	// Terminating are the owned objects being deleted ("Kind/name"): not
 	// written or deleted again until they are gone.
 	Terminating []string

@@ -562,6 +562,9 @@ func helmConfig(o *options, kube *cluster.Client, log *slog.Logger) source.Helm 
 		h.Release = o.name
 	}
 	seed := reconcile.SeedPrefix + o.name
-	h.Seed = func(ctx context.Context) ([]byte, error) { return kube.Seed(ctx, seed) }
+	// recond diff and --dry-run write nothing: they read the seed, and a
+	// chart that needs one before any run made it fails to render.
+	create := !o.dryRun && (o.cmd == "run" || o.cmd == "sync")
+	h.Seed = func(ctx context.Context) ([]byte, error) { return kube.Seed(ctx, seed, create) }
 	return h
 }

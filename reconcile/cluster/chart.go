@@ -16,12 +16,20 @@ import (
 // Capabilities is what a chart's .Capabilities says of the API server:
 // its version, and every API version it serves ("apps/v1") with each of
 // its kinds ("apps/v1/Deployment"), as Helm lists them. From the cached
-// discovery the RESTMapper reads: no request once it is filled.
+// discovery the RESTMapper reads, and the version asked at most once per
+// RediscoverAfter.
 func (c *Client) Capabilities(ctx context.Context) (string, []string, error) {
-	v, err := c.disc.ServerVersion()
-	if err != nil {
-		return "", nil, fmt.Errorf("server version: %w", err)
+	c.versionMu.Lock()
+	version := c.version
+	if version == "" || c.now().Sub(c.versionAt) > RediscoverAfter {
+		v, err := c.disc.ServerVersion()
+		if err != nil {
+			c.versionMu.Unlock()
+			return "", nil, fmt.Errorf("server version: %w", err)
+		}
+		version, c.version, c.versionAt = v.GitVersion, v.GitVersion, c.now()
 	}
+	c.versionMu.Unlock()
 	_, lists, err := c.disc.ServerGroupsAndResources()
 	if err != nil && len(lists) == 0 {
 		return "", nil, fmt.Errorf("server API versions: %w", err)
@@ -34,7 +42,7 @@ func (c *Client) Capabilities(ctx context.Context) (string, []string, error) {
 		}
 	}
 	slices.Sort(versions)
-	return v.GitVersion, slices.Compact(versions), nil
+	return version, slices.Compact(versions), nil
 }
 
 var gvrSecret = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
@@ -44,9 +52,9 @@ const seedKey = "seed"
 
 // Seed returns the instance's secret seed, the data of the immutable
 // Secret name in the namespace, creating it (32 random bytes) when it does
-// not exist; two processes that create it at once end with the same one.
-// It is read once per process.
-func (c *Client) Seed(ctx context.Context, name string) ([]byte, error) {
+// not exist and create is true; two processes that create it at once end
+// with the same one. It is read once per process.
+func (c *Client) Seed(ctx context.Context, name string, create bool) ([]byte, error) {
 	c.seedMu.Lock()
 	defer c.seedMu.Unlock()
 	if c.seed != nil {
@@ -66,6 +74,9 @@ func (c *Client) Seed(ctx context.Context, name string) ([]byte, error) {
 		}
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("secret %s: %w", name, err)
+		}
+		if !create {
+			return nil, fmt.Errorf("secret %s does not exist yet: the first `recond run` or `recond sync` that renders the chart makes it (this command writes nothing)", name)
 		}
 		b := make([]byte, 32)
 		_, _ = rand.Read(b)

@@ -42,6 +42,10 @@ type Client struct {
 	// seed is the instance's seed once read or made (Seed).
 	seedMu sync.Mutex
 	seed   []byte
+	// version is the server's version, asked at versionAt (Capabilities).
+	versionMu sync.Mutex
+	version   string
+	versionAt time.Time
 }
 
 // RediscoverAfter is the least time between two discovery refreshes made

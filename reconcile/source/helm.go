@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -27,6 +30,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"sigs.k8s.io/kustomize/api/sealed"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // chartFile is the file whose presence in --path makes it a Helm chart.
@@ -114,7 +118,8 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 	if gen > 0 {
 		again2 := req
 		again2.standIns = true
-		if again, _, _, err = renderChart(ctx, tfs, dir, again2); err != nil {
+		// A budget of its own: reading the chart again is not reading more.
+		if again, _, _, err = renderChart(ctx, newTreeFS(ctx, root, &budget{lim: b.lim}), dir, again2); err != nil {
 			return nil, renderFault(err, label)
 		}
 	}
@@ -125,16 +130,23 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 	if err != nil {
 		return nil, &ManifestError{File: label, Err: err}
 	}
-	once := map[int]bool{}
+	generated := map[int][][]string{} // manifest index -> the fields the stand-ins changed
 	if again != nil {
 		_, manifests2, err := releaseutil.SortManifests(again, nil, releaseutil.InstallOrder)
 		if err != nil {
 			return nil, &ManifestError{File: label, Err: err}
 		}
 		for i, m := range manifests {
-			if i >= len(manifests2) || manifests2[i].Name != m.Name || manifests2[i].Content != m.Content {
-				once[i] = true
+			if i < len(manifests2) && manifests2[i].Name == m.Name && manifests2[i].Content == m.Content {
+				continue
 			}
+			var a, b map[string]any
+			if i >= len(manifests2) || manifests2[i].Name != m.Name ||
+				sigsyaml.Unmarshal([]byte(m.Content), &a) != nil || sigsyaml.Unmarshal([]byte(manifests2[i].Content), &b) != nil {
+				generated[i] = [][]string{{}} // the whole object
+				continue
+			}
+			generated[i] = differingPaths(a, b, nil, nil)
 		}
 	}
 	var buf bytes.Buffer
@@ -150,32 +162,67 @@ func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, re
 		}
 		fmt.Fprintf(&buf, "%s%s\n", skippedHook, oneLine(fmt.Sprintf("%s/%s (%s)", h.Kind, h.Name, hookEvents(h))))
 	}
-	for i, m := range manifests {
-		mark := ""
-		if once[i] {
-			mark = generatedOnceMark
-		}
-		fmt.Fprintf(&buf, "---\n# Source: %s\n%s%s\n", m.Name, mark, m.Content)
+	write := func(src string, meta docMeta, content string) error {
+		line, _ := json.Marshal(meta)
+		fmt.Fprintf(&buf, "%s%s\n%s%s\n%s\n", docStart, oneLine(src), metaLine, line, content)
 		if n := int64(buf.Len()); n > b.lim.MaxBytes {
-			return nil, newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
+			return newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
+		}
+		return nil
+	}
+	for i, m := range manifests {
+		if err := write(m.Name, docMeta{Generated: generated[i]}, m.Content); err != nil {
+			return nil, err
 		}
 	}
 	for _, h := range applied {
-		fmt.Fprintf(&buf, "---\n# Source: %s\n%s%s\n", h.Path, hookMark, h.Manifest)
-		if n := int64(buf.Len()); n > b.lim.MaxBytes {
-			return nil, newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
+		if err := write(h.Path, docMeta{Hook: true}, h.Manifest); err != nil {
+			return nil, err
 		}
 	}
 	return buf.Bytes(), nil
 }
 
-// hookMark starts a hook's document in helmBuild's output;
-// generatedOnceMark a document that a key or certificate maker (or a
-// random salt) made.
+// Each document of helmBuild's output starts with docStart and the
+// template's name, then metaLine and its docMeta: the line is always
+// there, so that no template's own output can pass for it.
 const (
-	hookMark          = "# recond-hook\n"
-	generatedOnceMark = "# recond-generated-once\n"
+	docStart = "---\n# Source: "
+	metaLine = "# recond: "
 )
+
+// docMeta is what recond says of one document of a chart's output.
+type docMeta struct {
+	// Hook: a hook recond runs (helm.sh/hook).
+	Hook bool `json:"hook,omitempty"`
+	// Generated are the fields (paths of keys) that a key or certificate
+	// maker made; one empty path stands for the whole object.
+	Generated [][]string `json:"generated,omitempty"`
+}
+
+// differingPaths are the paths of the leaves (or subtrees) at which a and b
+// differ.
+func differingPaths(a, b any, at []string, out [][]string) [][]string {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if !aok || !bok {
+		if !reflect.DeepEqual(a, b) {
+			out = append(out, slices.Clone(at))
+		}
+		return out
+	}
+	keys := map[string]bool{}
+	for k := range am {
+		keys[k] = true
+	}
+	for k := range bm {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		out = differingPaths(am[k], bm[k], append(at, k), out)
+	}
+	return out
+}
 
 // renderChart loads the chart at dir afresh (rendering changes a loaded
 // chart), merges the values, checks them and renders every template. It
@@ -252,16 +299,14 @@ func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ")
 type helmDocument struct {
 	Source  string // the template, "<chart>/templates/x.yaml"
 	Content []byte
-	Hook    bool // a hook recond runs (helm.sh/hook)
-	// GeneratedOnce: a key or certificate maker made part of it.
-	GeneratedOnce bool
+	Meta    docMeta
 }
 
 // splitHelmOutput reads helmBuild's output back: each template's
 // document, and what was left out. A document never holds a "---" line
 // (releaseutil.SortManifests split them), so the separator is unambiguous.
 func splitHelmOutput(out []byte) (docs []helmDocument, chart Chart, crds, hooks []string) {
-	const sep = "---\n# Source: "
+	const sep = docStart
 	head, rest, found := bytes.Cut(out, []byte(sep))
 	for _, l := range strings.Split(string(head), "\n") {
 		if v, ok := strings.CutPrefix(l, chartLine); ok {
@@ -277,9 +322,13 @@ func splitHelmOutput(out []byte) (docs []helmDocument, chart Chart, crds, hooks 
 	}
 	for _, part := range bytes.Split(rest, []byte("\n"+sep)) {
 		src, content, _ := bytes.Cut(part, []byte("\n"))
-		content, hook := bytes.CutPrefix(content, []byte(hookMark))
-		content, once := bytes.CutPrefix(content, []byte(generatedOnceMark))
-		docs = append(docs, helmDocument{Source: string(src), Content: content, Hook: hook, GeneratedOnce: once})
+		d := helmDocument{Source: string(src)}
+		if meta, rest, ok := bytes.Cut(content, []byte("\n")); ok && bytes.HasPrefix(meta, []byte(metaLine)) {
+			_ = json.Unmarshal(meta[len(metaLine):], &d.Meta)
+			content = rest
+		}
+		d.Content = content
+		docs = append(docs, d)
 	}
 	return docs, chart, crds, hooks
 }

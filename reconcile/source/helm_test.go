@@ -315,8 +315,8 @@ data:
 	}
 }
 
-// An object that a key or certificate maker made part of is marked
-// GeneratedOnce (found by rendering twice); the others are not.
+// The fields a key or certificate maker made are named (found by rendering
+// twice, with stand-ins the second time); the other objects have none.
 func TestHelmGeneratedOnce(t *testing.T) {
 	dir := t.TempDir()
 	files := helmChart()
@@ -335,8 +335,12 @@ data:
 			t.Fatal(err)
 		}
 		for k, m := range byName(t, ms) {
-			if m.GeneratedOnce != (k == "Secret/ca") {
-				t.Errorf("worker=%t: %s: GeneratedOnce = %t; want true for Secret/ca only", worker != nil, k, m.GeneratedOnce)
+			want := [][]string(nil)
+			if k == "Secret/ca" {
+				want = [][]string{{"data", "ca.crt"}}
+			}
+			if d := cmp.Diff(want, m.Generated); d != "" {
+				t.Errorf("worker=%t: %s: generated fields (-want +got):\n%s", worker != nil, k, d)
 			}
 		}
 	}
@@ -479,5 +483,21 @@ func TestHelmRenderBounded(t *testing.T) {
 	t.Logf("a tpl that calls itself: %v", err)
 	if _, err := s.Render(context.Background(), good); err != nil {
 		t.Fatalf("after the recursive chart: %v", err)
+	}
+}
+
+// A value the schema refuses is never quoted: the error names where and
+// which keyword (a values file may hold a password).
+func TestHelmSchemaErrorQuotesNoValue(t *testing.T) {
+	dir := t.TempDir()
+	files := helmChart()
+	files["app/values.schema.json"] = `{"type": "object", "properties": {"password": {"type": "string", "pattern": "^[a-z]+$"}}}`
+	files["secret.yaml"] = "password: Hunter2-Secret-Value\n"
+	sha := newTestRepo(t, dir).commit(files)
+	cfg := helmConfig(dir, nil, []byte("seed"))
+	cfg.Helm.Values = []string{"secret.yaml"}
+	_, err := mustNew(t, cfg).Render(context.Background(), sha)
+	if err == nil || strings.Contains(err.Error(), "Hunter2") || !strings.Contains(err.Error(), "/password") || !strings.Contains(err.Error(), "pattern") {
+		t.Fatalf("Render() error = %v; want the field and the keyword, not the value", err)
 	}
 }

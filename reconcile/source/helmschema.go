@@ -81,9 +81,39 @@ func validateSchema(values map[string]any, schema []byte) (err error) {
 		return err
 	}
 	if err := s.Validate(v); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "jsonschema validation failed with '"+schemaURL+"#'\n"))
+		return schemaError(err)
 	}
 	return nil
+}
+
+// schemaError says where values broke the schema and which keyword, never
+// the values themselves (the schema library quotes them, and a values file
+// may hold a password).
+func schemaError(err error) error {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return errors.New("values do not meet the schema")
+	}
+	var lines []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			kw := "schema"
+			if p := e.ErrorKind.KeywordPath(); len(p) > 0 {
+				kw = strings.Join(p, "/")
+			}
+			lines = append(lines, fmt.Sprintf("- at '/%s': fails %q (value not shown)", strings.Join(e.InstanceLocation, "/"), kw))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	if len(lines) > 20 {
+		lines = append(lines[:20], fmt.Sprintf("- and %d more", len(lines)-20))
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 // jsonValues is values as the schema library reads JSON (numbers as

@@ -36,12 +36,13 @@ type Manifest struct {
 	// pre-install, pre-upgrade, post-install or post-upgrade event: it is
 	// run around the revision's other objects, not held like them.
 	Hook bool
-	// GeneratedOnce marks a chart's object that a key or certificate maker
+	// Generated are the fields of a chart's object (paths of keys; one
+	// empty path: the whole object) that a key or certificate maker
 	// (genCA, genPrivateKey, genSelfSignedCert, genSignedCert, ...) or a
-	// random salt (bcrypt, htpasswd, encryptAES) made part of: its render
-	// cannot be repeated, so it is created when missing and never
-	// rewritten because of it.
-	GeneratedOnce bool
+	// random salt (bcrypt, htpasswd, encryptAES) made: their render cannot
+	// be repeated, so they are written when the object is created and the
+	// live values are kept after that.
+	Generated [][]string
 }
 
 // ManifestError reports a manifest that cannot be read or is not a valid
@@ -341,7 +342,7 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 			return nil, err
 		}
 		for i := range m {
-			m[i].Hook, m[i].GeneratedOnce = d.Hook, d.GeneratedOnce
+			m[i].Hook, m[i].Generated = d.Meta.Hook, d.Meta.Generated
 		}
 		ms = append(ms, m...)
 	}
