@@ -93,8 +93,10 @@ func TestManualSync(t *testing.T) {
 	var ans syncAnswer
 	err = json.NewDecoder(resp.Body).Decode(&ans)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusAccepted || ans.Tick != 3 || ans.Status != "/api/v1/ticks/3" {
-		t.Errorf("POST /api/v1/sync: %s %+v %v, want 202 for tick 3", resp.Status, ans, err)
+	// The next tick to start: 3, unless something else (a watch event on
+	// a busy machine) started one since.
+	if err != nil || resp.StatusCode != http.StatusAccepted || ans.Tick < 3 || ans.Status != fmt.Sprintf("/api/v1/ticks/%d", ans.Tick) {
+		t.Errorf("POST /api/v1/sync: %s %+v %v, want 202 for tick 3 or later, with its status path", resp.Status, ans, err)
 	}
 }
 
