@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -62,6 +63,7 @@ func TestLeastPrivilege(t *testing.T) {
 	if err := admin.apply(ofKinds(render(t, "base").Objects, "ServiceAccount", "Role", "RoleBinding"), ns, false); err != nil {
 		t.Fatal(err)
 	}
+	waitAuthorized(t, ns, "recond")
 	cfg, requests := asServiceAccount(ns, "recond")
 	repo := testenv.NewRepo(t)
 	repo.Commit("the example app", exampleApp(t))
@@ -376,6 +378,32 @@ func shippedServiceAccount(t *testing.T) (string, kubernetes.Interface) {
 	if err := admin.apply(ofKinds(render(t, "base").Objects, "ServiceAccount", "Role", "RoleBinding"), ns, false); err != nil {
 		t.Fatal(err)
 	}
+	waitAuthorized(t, ns, "recond")
 	cfg, _ := asServiceAccount(ns, "recond")
 	return ns, kubernetes.NewForConfigOrDie(cfg)
+}
+
+// waitAuthorized waits until the API server's authorizer, which learns of
+// a new Role and RoleBinding from its own caches, lets the ServiceAccount
+// get its Lease: a request made before that is refused although the Role
+// allows it.
+func waitAuthorized(t *testing.T, ns, sa string) {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "system:serviceaccount:" + ns + ":" + sa,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Group: "coordination.k8s.io",
+			Resource: "leases", Name: reconcile.LeaseName("recond")},
+	}}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) { // hang guard
+		r, err := cp.Client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Role never took effect for %s: %s", review.Spec.User, r.Status.Reason)
+		}
+	}
 }
