@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +64,7 @@ func TestCharts(t *testing.T) {
 		t.Fatalf("build recond: %v\n%s", err, out)
 	}
 	repo := testenv.NewRepo(t)
-	repo.Commit("corpus", corpusFiles(t))
+	repo.Commit("corpus", testenv.ReadFiles(t, corpusDir))
 
 	entries, err := os.ReadDir(corpusDir)
 	if err != nil {
@@ -217,31 +216,6 @@ func TestCharts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// corpusFiles reads every file of the corpus (paths relative to it).
-func corpusFiles(t *testing.T) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(corpusDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(corpusDir, p)
-		if len(b) == 0 {
-			b = []byte("\n") // an empty content means "remove" to Commit
-		}
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
 }
 
 func lastLines(s string, n int) string {

@@ -3,10 +3,8 @@ package faults
 import (
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,23 +71,8 @@ func TestFaultManifestRunawayChart(t *testing.T) {
 // listener sees no connection; without the schema the chart renders, its
 // lookup empty and its host unresolved.
 func TestFaultManifestChartReachesOut(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var conns atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			c.Close()
-		}
-	}()
-	addr := ln.Addr().String()
+	tw := testenv.NewTripwire(t)
+	addr := tw.Addr
 	repo := testenv.NewRepo(t)
 	repo.Commit("chart", chartFiles("v1"))
 	n := cp.Namespace(t)
@@ -122,7 +105,7 @@ data:
 	if d := cmp.Diff(map[string]string{"lookup": "{}", "host": "", "file": ""}, out); d != "" {
 		t.Errorf("what the chart got of the outside (-want +got):\n%s", d)
 	}
-	if c := conns.Load(); c != 0 {
+	if c := tw.Conns(); c != 0 {
 		t.Errorf("the listener saw %d connection(s); want none", c)
 	}
 }

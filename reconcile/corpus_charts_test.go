@@ -1,12 +1,10 @@
 package reconcile_test
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/source"
 )
@@ -47,7 +45,7 @@ func TestChartCorpusHeld(t *testing.T) {
 			h := newHarness(t)
 			h.cfg.Path = c.name
 			h.helm = &source.HelmOptions{Release: "corpus", Values: c.values}
-			files := corpusFiles(t)
+			files := testenv.ReadFiles(t, chartCorpus)
 			files["no-servicemonitor.yaml"] = "serviceMonitor:\n  enabled: false\n"
 			h.repo.Commit("corpus", files)
 			r := h.tick()
@@ -87,29 +85,4 @@ func TestChartCorpusHeld(t *testing.T) {
 			t.Logf("%s: %d objects applied, then converged across 3 ticks and a restart", c.name, r.Counts.Desired)
 		})
 	}
-}
-
-// corpusFiles reads the corpus (paths relative to it, as committed).
-func corpusFiles(t *testing.T) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(chartCorpus, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if len(b) == 0 {
-			b = []byte("\n") // an empty content means "remove" to Commit
-		}
-		rel, err := filepath.Rel(chartCorpus, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
 }

@@ -1,15 +1,14 @@
 package reconcile_test
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
 
+	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
 )
 
@@ -32,22 +31,7 @@ func aliasBombYAML() string {
 // reason invalid, nothing is written or pruned, and the next good commit
 // recovers.
 func TestHostileRenderFailsReadAndChangesNothing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var conns atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			c.Close()
-		}
-	}()
+	tw := testenv.NewTripwire(t)
 	kust := func(extra string) string {
 		return "resources:\n- configmap.yaml\n- service.yaml\n- " + extra + "\n"
 	}
@@ -57,7 +41,7 @@ func TestHostileRenderFailsReadAndChangesNothing(t *testing.T) {
 		links map[string]string // name -> target
 		says  []string
 	}{
-		{"remote reference", map[string]string{"kustomization.yaml": kust(`"http://` + ln.Addr().String() + `/cm.yaml#x y"`)}, nil,
+		{"remote reference", map[string]string{"kustomization.yaml": kust(`"http://` + tw.Addr + `/cm.yaml#x y"`)}, nil,
 			[]string{"kustomization.yaml", "remote references are not supported"}},
 		{"climb out of the repository", map[string]string{"kustomization.yaml": kust("../../evil")}, nil,
 			[]string{"kustomization.yaml", `"../../evil"`, "outside the repository"}},
@@ -110,7 +94,7 @@ func TestHostileRenderFailsReadAndChangesNothing(t *testing.T) {
 			h.mustTick(reconcile.OutcomeConverged)
 		})
 	}
-	if n := conns.Load(); n != 0 {
+	if n := tw.Conns(); n != 0 {
 		t.Errorf("the listener saw %d connection(s), want none", n)
 	}
 }

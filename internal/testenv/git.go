@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -234,4 +235,31 @@ func (r *Repo) Orphan(msg string, files map[string]string) string {
 		r.t.Fatal(err)
 	}
 	return h.String()
+}
+
+// ReadFiles reads every file below dir into what Repo.Commit takes (paths
+// relative to dir, slash-separated). An empty file becomes "\n": an empty
+// content means "remove" to Commit.
+func ReadFiles(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if len(b) == 0 {
+			b = []byte("\n")
+		}
+		rel, err := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

@@ -478,30 +478,15 @@ func kustomizeLabel(dir string) string { return "kustomize build " + dir }
 // goes on (and holds kustomizeMu) until it ends: the worker process is the
 // way to stop one.
 func kustomizeInProcess(ctx context.Context, root *object.Tree, dir string, b *budget, req helmRequest) ([]byte, error) {
-	fsCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type result struct {
-		out []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
+	return inGoroutine(ctx, func() ([]byte, error) {
 		kustomizeMu.Lock()
 		defer kustomizeMu.Unlock()
-		if err := fsCtx.Err(); err != nil {
-			done <- result{err: err}
-			return
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		out, err := kustomizeBuild(fsCtx, root, dir, b, req)
-		done <- result{out, err}
-	}()
-	select {
-	case <-ctx.Done():
-		// Cancelling fsCtx (deferred) makes the goroutine's next read fail.
-		return nil, ctx.Err()
-	case res := <-done:
-		return res.out, res.err
-	}
+		// Once ctx is done, the file system fails its next read.
+		return kustomizeBuild(ctx, root, dir, b, req)
+	})
 }
 
 // kustomizeBuild builds the kustomization at dir with the sealed kustomize
