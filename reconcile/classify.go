@@ -4,20 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"strings"
-	"syscall"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"golang.org/x/crypto/ssh/knownhosts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"recond.dev/recond/internal/transient"
 	"recond.dev/recond/reconcile/source"
 )
 
@@ -34,12 +27,8 @@ func Classify(err error) Reason {
 		man    *source.ManifestError
 		sig    *source.SignatureError
 		status apierrors.APIStatus
-		netErr net.Error
-		urlErr *url.Error
-		opErr  *net.OpError
+		src    *source.Error
 		noKind *meta.NoKindMatchError
-		hostKy *knownhosts.KeyError
-		gitErr *githttp.Err
 		hook   *HookError
 	)
 	switch {
@@ -71,35 +60,18 @@ func Classify(err error) Reason {
 	case errors.Is(err, context.Canceled):
 		// The loop was stopped (SIGTERM) while the phase was waiting.
 		return ReasonOther
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
-		errors.Is(err, transport.ErrInvalidAuthMethod), errors.As(err, &hostKy),
-		// x/crypto/ssh has no typed error for a refused client key.
-		strings.Contains(err.Error(), "ssh: unable to authenticate"):
-		return ReasonAuth
-	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, git.ErrRepositoryNotExists),
-		errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, plumbing.ErrObjectNotFound),
-		errors.Is(err, os.ErrNotExist), errors.As(err, &noKind):
+	case errors.As(err, &src):
+		// The source said why, where it failed (its one list of go-git,
+		// transport and network errors).
+		return Reason(src.Reason)
+	case errors.Is(err, os.ErrNotExist), errors.As(err, &noKind):
 		return ReasonNotFound
 	case errors.As(err, &status):
 		return classifyAPI(err)
-	case errors.As(err, &gitErr) && gitErr.Response != nil:
-		switch code := gitErr.Response.StatusCode; {
-		case code == 408 || code == 504:
-			return ReasonTimeout
-		case code == 429 || code >= 500:
-			return ReasonUnavailable
-		}
-		return ReasonOther
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
-		// The machine ran out of room (a full disk or quota for the clone,
-		// no file descriptor left): like a server that is down, it passes
-		// without a change to Git or the cluster.
-		errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
-		return ReasonUnavailable
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return ReasonTimeout
-	case errors.As(err, &opErr), errors.As(err, &urlErr):
-		return ReasonUnavailable
+	case transient.Reason(err) != "":
+		// The network or the machine (a full disk, no file descriptor
+		// left): it passes without a change to Git or the cluster.
+		return Reason(transient.Reason(err))
 	}
 	return ReasonOther
 }

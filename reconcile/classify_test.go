@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"golang.org/x/crypto/ssh/knownhosts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -49,16 +46,14 @@ func TestClassify(t *testing.T) {
 		{"secret data not base64", fmt.Errorf("apply Secret/db: %w", apierrors.NewInternalError(errors.New("unable to convert unstructured object to /v1, Kind=Secret: error decoding from json: illegal base64 data at input byte 7"))), ReasonInvalid},
 		{"every refused object", &RejectedError{What: "validate", Errs: []error{apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "a", nil), apierrors.NewForbidden(gr, "b", errors.New("quota"))}}, ReasonInvalid},
 		{"refused write after a stop", &RejectedError{What: "apply stopped", Errs: []error{apierrors.NewForbidden(gr, "b", errors.New("exceeded quota"))}}, ReasonForbidden},
-		{"git auth", fmt.Errorf("fetch: %w", transport.ErrAuthenticationRequired), ReasonAuth},
-		{"git authz", fmt.Errorf("fetch: %w", transport.ErrAuthorizationFailed), ReasonAuth},
-		{"host key", fmt.Errorf("fetch: %w", &knownhosts.KeyError{}), ReasonAuth},
-		{"ssh key refused", errors.New("ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey]"), ReasonAuth},
-		{"git repo", fmt.Errorf("fetch: %w", transport.ErrRepositoryNotFound), ReasonNotFound},
-		{"git ref", fmt.Errorf("fetch: %w", plumbing.ErrReferenceNotFound), ReasonNotFound},
+		// The source's errors carry their reason (source.TestReasonOf
+		// has the list of go-git's); the classifier reads it.
+		{"source auth", fmt.Errorf("fetch: %w", &source.Error{Reason: source.ReasonAuth, Err: errors.New("authentication required")}), ReasonAuth},
+		{"source not found", fmt.Errorf("fetch: %w", &source.Error{Reason: source.ReasonNotFound, Err: errors.New("reference not found")}), ReasonNotFound},
+		{"source timeout", fmt.Errorf("fetch: %w", &source.Error{Reason: source.ReasonTimeout, Err: errors.New("504")}), ReasonTimeout},
+		{"a manifest's fault beats the source's reason", &source.Error{Reason: source.ReasonNotFound, Err: &source.ManifestError{File: "a.yaml", Err: errors.New("x")}}, ReasonInvalid},
+		{"missing file", fmt.Errorf("read token: %w", os.ErrNotExist), ReasonNotFound},
 		{"connection refused", fmt.Errorf("fetch: %w", refused), ReasonUnavailable},
-		{"git server 503", fmt.Errorf("fetch: %w", gitHTTPErr(503)), ReasonUnavailable},
-		{"git server 504", fmt.Errorf("fetch: %w", gitHTTPErr(504)), ReasonTimeout},
-		{"git server 418", fmt.Errorf("fetch: %w", gitHTTPErr(418)), ReasonOther},
 		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), ReasonTimeout},
 		{"rate limiter", fmt.Errorf("list: client rate limiter Wait returned an error: %w", errors.New("rate: Wait(n=1) would exceed context deadline")), ReasonTimeout},
 		{"tick timeout", fmt.Errorf("%w: %w", errTickTimeout, context.Canceled), ReasonTimeout},
@@ -154,6 +149,12 @@ func TestRejectedNamesRefusalsOrTheCause(t *testing.T) {
 	}
 }
 
-func gitHTTPErr(code int) error {
-	return &githttp.Err{Response: &http.Response{StatusCode: code, Status: http.StatusText(code), Request: &http.Request{URL: &url.URL{Scheme: "https", Host: "git.example.com"}}}}
+// TestSourceReasonsAreReasons: every reason the source gives is one of the
+// loop's closed set, so Classify may take it as it is.
+func TestSourceReasonsAreReasons(t *testing.T) {
+	for _, r := range []source.Reason{source.ReasonAuth, source.ReasonNotFound, source.ReasonTimeout, source.ReasonUnavailable, source.ReasonOther} {
+		if !slices.Contains(Reasons, Reason(r)) {
+			t.Errorf("source reason %q is not in reconcile.Reasons %v", r, Reasons)
+		}
+	}
 }

@@ -137,15 +137,10 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := source.New(source.Config{
-		URL: o.repo, Ref: o.ref, Path: o.path, CacheDir: cacheDir,
-		Username: o.gitUsername, PasswordFile: o.gitPasswordFile, TokenFile: o.gitTokenFile,
-		SSHKeyFile: o.gitSSHKeyFile, KnownHostsFile: o.gitKnownHostsFile,
-		InsecureSkipHostKeyCheck: o.insecureSkipHostKeyCheck,
-		Limits:                   o.limits, VerifyCommits: o.verifyCommits, TrustedKeysFile: o.trustedKeysFile,
-		Worker: worker,
-		Helm:   helmConfig(o, kube, log),
-	})
+	scfg := o.source
+	scfg.URL, scfg.Ref, scfg.Path, scfg.CacheDir = o.repo, o.ref, o.path, cacheDir
+	scfg.Worker, scfg.Helm = worker, helmConfig(o, kube, log)
+	src, err := source.New(scfg)
 	if err != nil {
 		return nil, err
 	}
@@ -155,15 +150,11 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 			return nil, fmt.Errorf("--health-rules: %w", err)
 		}
 	}
-	rcfg := reconcile.Config{
-		Namespace: o.namespace, Name: o.name, Path: o.path,
-		Prune: o.prune, SelfHeal: o.selfHeal, DryRun: o.dryRun, AllowEmpty: o.allowEmpty,
-		ApplyConcurrency: o.applyConcurrency, HealthRules: rules, HealthTimeout: o.healthTimeout,
-		HookTimeout: o.hookTimeout,
-	}
+	rcfg := o.rec
+	rcfg.Namespace, rcfg.Name, rcfg.Path, rcfg.HealthRules = o.namespace, o.name, o.path, rules
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.New(reg, metrics.Options{Interval: o.interval, HealthTimeout: o.healthTimeout, Version: version})
+	m := metrics.New(reg, metrics.Options{Interval: o.interval, HealthTimeout: o.rec.HealthTimeout, Version: version})
 	// Tracing first, so that the metrics and logs of a phase see its span.
 	observers := []reconcile.Observer{m, reconcile.LogObserver{Log: log}}
 	if tp.Enabled {
@@ -189,14 +180,13 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	if cmd == "run" {
 		// The ring behind the status page and GET /api/v1/ticks/{id}; after
 		// tracing, so that it sees each tick's trace id.
-		a.page = status.New(status.Info{
-			Namespace: o.namespace, Instance: o.name, Repo: src.DisplayURL(), Ref: o.ref, Path: o.path,
-			Observe: o.observe, Interval: o.interval,
-			CommitURLTemplate: o.commitURLTemplate, TraceURLTemplate: o.traceURLTemplate,
-		}, status.Options{Progress: func() reconcile.Progress { return a.rec.Progress() }})
+		info := o.page
+		info.Namespace, info.Instance, info.Repo, info.Ref, info.Path = o.namespace, o.name, src.DisplayURL(), o.ref, o.path
+		info.Observe, info.Interval = o.observe, o.interval
+		a.page = status.New(info, status.Options{Progress: func() reconcile.Progress { return a.rec.Progress() }})
 		observers = append(observers, a.page)
 	}
-	if o.events && !o.dryRun {
+	if o.events && !o.rec.DryRun {
 		cs, err := kubernetes.NewForConfig(ecfg)
 		if err != nil {
 			return nil, err
@@ -214,7 +204,9 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		}
 		// The caches start with the first tick's observe, before its first
 		// write, so that no drift is missed; they live as long as the app.
-		a.cache, err = watch.New(context.Background(), dyn, kube, o.namespace, watch.Options{Log: log, OnEvent: a.changed, StaleAfter: o.watchStaleAfter})
+		wopts := o.watch
+		wopts.Log, wopts.OnEvent = log, a.changed
+		a.cache, err = watch.New(context.Background(), dyn, kube, o.namespace, wopts)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +241,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		a.syncAPI = newSyncAPI(token, a.rec.Request, log)
 	}
 	log.Info("recond starting", "version", version, "repo", src.DisplayURL(), "ref", o.ref, "path", o.path,
-		"interval", o.interval.String(), "observe", o.observe, "health_timeout", o.healthTimeout.String(), "health_rules", o.healthRules != "", "prune", o.prune, "self_heal", o.selfHeal, "dry_run", o.dryRun)
+		"interval", o.interval.String(), "observe", o.observe, "health_timeout", o.rec.HealthTimeout.String(), "health_rules", o.healthRules != "", "prune", o.rec.Prune, "self_heal", o.rec.SelfHeal, "dry_run", o.rec.DryRun)
 	return a, nil
 }
 
@@ -379,10 +371,9 @@ func (a *app) wedged(now time.Time) string {
 }
 
 func (a *app) leaderConfig() leader.Config {
-	return leader.Config{
-		Namespace: a.opts.namespace, Lease: reconcile.LeaseName(a.opts.name),
-		LeaseDuration: a.opts.leaseDuration, RenewDeadline: a.opts.renewDeadline, RetryPeriod: a.opts.leaseRetryTime,
-	}
+	lc := a.opts.lease
+	lc.Namespace, lc.Lease = a.opts.namespace, reconcile.LeaseName(a.opts.name)
+	return lc
 }
 
 // leading reports whether this process leads its instance, and otherwise
@@ -557,14 +548,14 @@ func (a *app) diff(ctx context.Context, stdout io.Writer) int {
 // unless --helm-release), recond's namespace, the API server's
 // capabilities and the instance's seed (Secret recond-seed-<name>).
 func helmConfig(o *options, kube *cluster.Client, log *slog.Logger) source.Helm {
-	h := source.Helm{HelmOptions: o.helm, Namespace: o.namespace, Capabilities: kube.Capabilities, Log: log}
+	h := source.Helm{HelmOptions: o.source.Helm.HelmOptions, Namespace: o.namespace, Capabilities: kube.Capabilities, Log: log}
 	if h.Release == "" {
 		h.Release = o.name
 	}
 	seed := reconcile.SeedPrefix + o.name
 	// recond diff and --dry-run write nothing: they read the seed, and a
 	// chart that needs one before any run made it fails to render.
-	create := !o.dryRun && (o.cmd == "run" || o.cmd == "sync")
+	create := !o.rec.DryRun && (o.cmd == "run" || o.cmd == "sync")
 	h.Seed = func(ctx context.Context) ([]byte, error) { return kube.Seed(ctx, seed, create) }
 	return h
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"recond.dev/recond/status"
 )
 
 // The seed corpora live in testdata/fuzz/<target>/.
@@ -79,7 +81,7 @@ func FuzzParseFlags(f *testing.F) {
 
 // invalid names what is wrong with options parseFlags returned, or "".
 func invalid(o *options) string {
-	l := o.limits
+	l := o.source.Limits
 	switch {
 	case o.repo == "":
 		return "no repository"
@@ -91,18 +93,20 @@ func invalid(o *options) string {
 		return "an unknown observe mode"
 	case o.cmd != "run" && o.observe != "list":
 		return "watches for a single tick"
-	case !(o.healthTimeout > 0) || o.applyConcurrency <= 0:
+	case o.observe == "watch" && !(o.watch.StaleAfter > 0):
+		return "a watch stale limit that is not positive"
+	case !(o.rec.HealthTimeout > 0) || !(o.rec.HookTimeout > 0) || o.rec.ApplyConcurrency <= 0:
 		return "a health timeout or apply concurrency that is not positive"
 	case l.MaxBytes <= 0 || l.MaxObjects <= 0 || l.MaxFileBytes <= 0 || l.MaxDepth <= 0 || l.MaxAliasExpansion <= 0:
 		return "a render limit that is not positive"
-	case o.verifyCommits != (o.trustedKeysFile != ""):
+	case o.source.VerifyCommits != (o.source.TrustedKeysFile != ""):
 		return "commit verification without keys, or keys without verification"
-	case o.leaderElect && !(o.leaseDuration > o.renewDeadline && o.renewDeadline > o.leaseRetryTime && o.leaseRetryTime > 0):
+	case o.leaderElect && !(o.lease.LeaseDuration > o.lease.RenewDeadline && o.lease.RenewDeadline > o.lease.RetryPeriod && o.lease.RetryPeriod > 0):
 		return "leader election timings out of order"
 	case o.output != "" && o.output != "text" && o.output != "json":
 		return "an unknown output format"
-	case o.commitURLTemplate != "" && !urlTemplate(o.commitURLTemplate, "{revision}"),
-		o.traceURLTemplate != "" && !urlTemplate(o.traceURLTemplate, "{trace_id}"):
+	case o.page.CommitURLTemplate != "" && !status.URLTemplate(o.page.CommitURLTemplate, "{revision}"),
+		o.page.TraceURLTemplate != "" && !status.URLTemplate(o.page.TraceURLTemplate, "{trace_id}"):
 		return "a link template that is not an http(s) URL with its placeholder"
 	case o.namespace == "":
 		return "no namespace"

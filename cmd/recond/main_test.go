@@ -218,19 +218,19 @@ func TestFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", args: []string{"--repo", "r", "--namespace", "n"}, check: func(o *options) string {
-			if o.interval != 3*time.Minute || o.tickTimeout != o.interval || !o.prune || !o.selfHeal || o.dryRun || o.path != "." || o.name != "recond" || o.listen != ":8080" {
+			if o.interval != 3*time.Minute || o.tickTimeout != o.interval || !o.rec.Prune || !o.rec.SelfHeal || o.rec.DryRun || o.path != "." || o.name != "recond" || o.listen != ":8080" {
 				return fmt.Sprintf("%+v", *o)
 			}
 			return ""
 		}},
 		{name: "env", env: map[string]string{"RECOND_SELF_HEAL": "false", "RECOND_REPO": "r", "RECOND_NAMESPACE": "n", "RECOND_TICK_TIMEOUT": "30s"}, check: func(o *options) string {
-			if o.selfHeal || o.repo != "r" || o.tickTimeout != 30*time.Second {
+			if o.rec.SelfHeal || o.repo != "r" || o.tickTimeout != 30*time.Second {
 				return fmt.Sprintf("%+v", *o)
 			}
 			return ""
 		}},
 		{name: "args win over env", env: map[string]string{"RECOND_PRUNE": "false"}, args: []string{"--repo", "r", "--namespace", "n", "--prune=true"}, check: func(o *options) string {
-			if !o.prune {
+			if !o.rec.Prune {
 				return "prune false"
 			}
 			return ""
@@ -249,8 +249,8 @@ func TestFlags(t *testing.T) {
 		{name: "link templates", args: []string{"--repo", "r", "--namespace", "n", "--commit-url-template", "https://github.com/o/r/commit/{revision}",
 			"--trace-url-template", "http://jaeger:16686/trace/{trace_id}"},
 			check: func(o *options) string {
-				if o.commitURLTemplate == "" || o.traceURLTemplate == "" || !o.statusPage {
-					return fmt.Sprintf("templates %q %q, status page %v", o.commitURLTemplate, o.traceURLTemplate, o.statusPage)
+				if o.page.CommitURLTemplate == "" || o.page.TraceURLTemplate == "" || !o.statusPage {
+					return fmt.Sprintf("templates %q %q, status page %v", o.page.CommitURLTemplate, o.page.TraceURLTemplate, o.statusPage)
 				}
 				return ""
 			}},

@@ -66,7 +66,7 @@ func (a *app) sync(ctx context.Context) int {
 	wait := a.opts.waitForLease
 	bound := wait
 	if bound == 0 {
-		bound = 2*a.opts.leaseDuration + a.opts.leaseRetryTime
+		bound = 2*a.opts.lease.LeaseDuration + a.opts.lease.RetryPeriod
 	}
 	timer := time.AfterFunc(bound, func() { refuse(fmt.Errorf("%w: not within %s", errLeaseWait, bound)) })
 	defer timer.Stop()

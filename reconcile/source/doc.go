@@ -20,6 +20,20 @@
 //
 // Credentials are read from files at every fetch, so they can be rotated
 // without a restart, and never appear in errors or in [Source.DisplayURL].
+// The flags a user sets on a Source are bound by [Config.BindFlags] (and
+// the render worker's by [WorkerOptions.BindFlags]): a new setting is a
+// field and a line here, not an edit in the command.
+//
+// A failure to read the source (go-git, its transports, the network, the
+// disk) leaves Fetch, Moved and Render as an *[Error] that carries its
+// reason (auth, not_found, timeout, unavailable), decided once where it is
+// made (giterrors.go: reasonOf is the one list of go-git's errors); the
+// loop reads it with errors.As, and the reason crosses the render worker's
+// pipe with the error.
+//
+// Where a revision's files come from and how they become objects are two
+// seams: renderers read only through [Dir] and [File] (files.go), which a
+// Git commit's tree implements, and so does any file tree ([FSDir]).
 //
 // Rendering reads files straight from the commit's tree (no checkout). When
 // the configured directory holds a Chart.yaml, the chart is rendered with

@@ -136,7 +136,7 @@ func FuzzKustomize(f *testing.F) {
 		bud := &budget{lim: fuzzLimits}
 		ctx, cancel := context.WithTimeout(context.Background(), renderTimeout)
 		defer cancel()
-		ms, err := s.kustomize(ctx, nil, "", root, bud)
+		ms, err := s.kustomize(ctx, nil, "", gitDir{root}, bud)
 		if errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("render of a small tree took more than %s", renderTimeout)
 		}

@@ -208,7 +208,7 @@ func (s *Source) Fetch(ctx context.Context) (Revision, error) {
 		}
 	}
 	if err != nil {
-		return Revision{}, fmt.Errorf("fetch %s: %w", s.display, s.scrub(wrapGoGit(err)))
+		return Revision{}, fmt.Errorf("fetch %s: %w", s.display, withReason(s.scrub(wrapGoGit(err))))
 	}
 	// Verified on every Fetch, cached or not, still under the cache lock:
 	// a revision refused once stays refused.
@@ -391,22 +391,22 @@ func (s *Source) Moved(ctx context.Context, rev Revision) (bool, error) {
 	if s.kind == kindLocal {
 		now, err := s.fetchLocal()
 		if err != nil {
-			return false, err
+			return false, withReason(err)
 		}
 		return now.tip != tip, nil
 	}
 	auth, err := s.auth()
 	if err != nil {
-		return false, err
+		return false, withReason(err)
 	}
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.remote}})
 	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
 	if err != nil {
-		return false, fmt.Errorf("list remote refs: %w", s.scrub(wrapGoGit(err)))
+		return false, fmt.Errorf("list remote refs: %w", withReason(s.scrub(wrapGoGit(err))))
 	}
 	_, h, err := resolveAdvertised(refs, s.ref)
 	if err != nil {
-		return false, err
+		return false, withReason(err)
 	}
 	return h != tip, nil
 }

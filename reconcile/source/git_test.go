@@ -23,7 +23,6 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
 func TestNew(t *testing.T) {
@@ -662,8 +661,8 @@ func TestBrokenCache(t *testing.T) {
 		{"credentials file", fmt.Errorf("%w: %w", errCredentials, os.ErrNotExist), false},
 		{"network", &url.Error{Op: "Get", URL: "https://h", Err: errors.New("dial")}, false},
 		{"network, as go-git returns it", plumbing.NewUnexpectedError(&url.Error{Op: "Get", URL: "https://h", Err: syscall.ECONNREFUSED}), false},
-		{"server error, as go-git returns it", plumbing.NewUnexpectedError(&githttp.Err{Response: &http.Response{StatusCode: 503}}), false},
-		{"too many requests, as go-git returns it", plumbing.NewUnexpectedError(&githttp.Err{Response: &http.Response{StatusCode: 429}}), false},
+		{"server error, as go-git returns it", plumbing.NewUnexpectedError(gitHTTPErr(503)), false},
+		{"too many requests, as go-git returns it", plumbing.NewUnexpectedError(gitHTTPErr(429)), false},
 		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), false},
 		{"ssh key refused", errors.New("ssh: unable to authenticate, attempted methods [none publickey]"), false},
 		{"listing refs (an answer that is not Git's)", &remoteError{errors.New("list remote refs: invalid pkt-len found")}, false},

@@ -7,19 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"golang.org/x/crypto/ssh/knownhosts"
+
+	"recond.dev/recond/internal/transient"
 )
 
 // open opens the repository Render reads from: the local repository, or
@@ -95,29 +93,31 @@ func brokenCache(err error) bool {
 	// a 5xx) in a plumbing.UnexpectedError without Unwrap.
 	err = wrapGoGit(err)
 	var (
-		ce      *cacheError
-		re      *remoteError
-		urlErr  *url.Error
-		opErr   *net.OpError
-		httpErr *githttp.Err
-		keyErr  *knownhosts.KeyError
+		ce *cacheError
+		re *remoteError
+		se *Error
 	)
 	switch {
 	case errors.As(err, &ce), errors.Is(err, plumbing.ErrObjectNotFound):
 		return true
 	case errors.As(err, &re), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, plumbing.ErrReferenceNotFound),
-		errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
-		errors.Is(err, transport.ErrInvalidAuthMethod), errors.Is(err, transport.ErrRepositoryNotFound),
-		errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, errCredentials),
-		// (Not net.Error: syscall.Errno is one, and a full disk is the
-		// clone's.)
-		errors.As(err, &urlErr), errors.As(err, &opErr),
-		errors.As(err, &httpErr), errors.As(err, &keyErr),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
-		strings.Contains(err.Error(), "ssh: unable to authenticate"):
+		errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, errCredentials):
 		return false
+	}
+	r := reasonOf(err)
+	if errors.As(err, &se) {
+		r = se.Reason
+	}
+	switch r {
+	case ReasonAuth, ReasonNotFound, ReasonTimeout:
+		return false
+	case ReasonUnavailable:
+		// The network's, or the machine's: a full disk is the clone's.
+		return transient.Exhausted(err)
+	case ReasonOther:
+		// An HTTP answer that is not Git's: the server's.
+		var httpErr *githttp.Err
+		return !errors.As(err, &httpErr)
 	}
 	return true
 }

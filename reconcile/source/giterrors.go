@@ -4,8 +4,83 @@ import (
 	"errors"
 	"strings"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"recond.dev/recond/internal/transient"
 )
+
+// Reason says why the source could not be read, in the words of the loop's
+// closed set of reasons (reconcile.Reason has the same values).
+type Reason string
+
+// The reasons an *Error carries.
+const (
+	ReasonAuth        Reason = "auth"
+	ReasonNotFound    Reason = "not_found"
+	ReasonTimeout     Reason = transient.Timeout
+	ReasonUnavailable Reason = transient.Unavailable
+	ReasonOther       Reason = "other"
+)
+
+// Error is a failure to read the source (Git, its transports, the disk)
+// with its reason, decided once, where the failure is made: the loop's
+// classifier asks for it with errors.As rather than knowing go-git's errors.
+type Error struct {
+	Reason Reason
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// withReason returns err as an *Error with its reason (err itself when it
+// already is one, or when reasonOf has nothing to say: a stop, a manifest's
+// fault, anything unknown).
+func withReason(err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	if r := reasonOf(err); r != "" {
+		return &Error{Reason: r, Err: err}
+	}
+	return err
+}
+
+// reasonOf is the one list of what go-git, its transports, the network and
+// the machine fail with, and why. go-git hides a transport's failure inside
+// errors without Unwrap: pass its errors through wrapGoGit first.
+func reasonOf(err error) Reason {
+	var (
+		hostKey *knownhosts.KeyError
+		httpErr *githttp.Err
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		errors.Is(err, transport.ErrInvalidAuthMethod), errors.As(err, &hostKey),
+		// x/crypto/ssh has no typed error for a refused client key.
+		strings.Contains(err.Error(), "ssh: unable to authenticate"):
+		return ReasonAuth
+	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, git.ErrRepositoryNotExists),
+		errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, plumbing.ErrObjectNotFound):
+		return ReasonNotFound
+	case errors.As(err, &httpErr) && httpErr.Response != nil:
+		switch code := httpErr.Response.StatusCode; {
+		case code == 408 || code == 504:
+			return ReasonTimeout
+		case code == 429 || code >= 500:
+			return ReasonUnavailable
+		}
+		return ReasonOther
+	}
+	return Reason(transient.Reason(err))
+}
 
 // remoteError is a failure of the remote (or of the way to it) that the
 // clone has no part in: it is never rebuilt for one.

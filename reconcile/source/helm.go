@@ -18,7 +18,6 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"helm.sh/helm/v4/pkg/chart/common"
 	cutil "helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
@@ -98,7 +97,7 @@ func helmLabel(dir string) string { return "helm template " + dir }
 // never leaves the chart, and the random and time functions are repeatable
 // (helmfuncs.go). It returns the objects as YAML documents, each after a
 // "# Source: <template>" line, and what it left out.
-func helmBuild(ctx context.Context, root *object.Tree, dir string, b *budget, req helmRequest) (out []byte, err error) {
+func helmBuild(ctx context.Context, root Dir, dir string, b *budget, req helmRequest) (out []byte, err error) {
 	label := helmLabel(dir)
 	defer func() { err = b.safe(err) }()
 	defer func() {

@@ -172,7 +172,7 @@ func TestReadFileRefusesAnObjectLongerThanItsSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &budget{lim: DefaultLimits}
-	data, err := b.readFile("a.yaml", object.NewFile("a.yaml", filemode.Regular, blob))
+	data, err := b.readFile("a.yaml", gitFile{object.NewFile("a.yaml", filemode.Regular, blob)})
 	var ore *objectReadError
 	if err == nil || !errors.As(err, &ore) {
 		t.Fatalf("readFile = %q, %v; want a read error", data, err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -52,19 +51,20 @@ func (e *objectReadError) Unwrap() error { return e.err }
 // what is left of MaxBytes: a file over either is refused unread. The read
 // is bounded by that size, so an object longer than its header says is an
 // error, not an unbounded read.
-func (b *budget) readFile(name string, f *object.File) ([]byte, error) {
-	if err := b.fileSize(name, f.Size); err != nil {
+func (b *budget) readFile(name string, f File) ([]byte, error) {
+	size := f.Size()
+	if err := b.fileSize(name, size); err != nil {
 		return nil, err
 	}
-	if err := b.readBytes(name, f.Size); err != nil {
+	if err := b.readBytes(name, size); err != nil {
 		return nil, err
 	}
-	rd, err := f.Reader()
+	rd, err := f.Open()
 	if err != nil {
 		return nil, &ManifestError{File: name, Err: &objectReadError{fmt.Errorf("read: %w", err)}}
 	}
 	defer rd.Close()
-	data := make([]byte, f.Size)
+	data := make([]byte, size)
 	if _, err := io.ReadFull(rd, data); err != nil {
 		return nil, &ManifestError{File: name, Err: &objectReadError{fmt.Errorf("read: %w", err)}}
 	}

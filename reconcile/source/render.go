@@ -15,9 +15,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -86,7 +84,7 @@ func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
 	ms, err := s.render(ctx, sha)
 	if err != nil {
 		s.renderFailed(sha, err)
-		return nil, fmt.Errorf("render %s at %s: %w", s.display, sha[:12], err)
+		return nil, fmt.Errorf("render %s at %s: %w", s.display, sha[:12], withReason(err))
 	}
 	return ms, nil
 }
@@ -97,23 +95,23 @@ func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
 		return nil, err
 	}
 	b := &budget{lim: s.cfg.Limits.withDefaults()}
-	if e, err := dir.FindEntry(chartFile); err == nil && (e.Mode.IsFile() || e.Mode == filemode.Symlink) {
+	if e, err := dir.Entry(chartFile); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
 		ms, err := s.helm(ctx, repo, sha, root, b)
 		return ms, b.safe(err) // no error quotes a secret value (secrets.go)
 	}
 	for _, name := range kustomizationFiles {
-		if e, err := dir.FindEntry(name); err == nil && (e.Mode.IsFile() || e.Mode == filemode.Symlink) {
+		if e, err := dir.Entry(name); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
 			ms, err := s.kustomize(ctx, repo, sha, root, b)
 			return ms, b.safe(err) // no error quotes a secret value (secrets.go)
 		}
 	}
-	ms, err := readDir(ctx, repo.Storer, root, dir, s.dir, b)
+	ms, err := readDir(ctx, root, dir, s.dir, b)
 	return ms, b.safe(err)
 }
 
-// tree opens the repository and returns the commit's root tree and the
-// tree of the configured directory.
-func (s *Source) tree(sha string) (*git.Repository, *object.Tree, *object.Tree, error) {
+// tree opens the repository and returns the commit's files: the root and
+// the configured directory.
+func (s *Source) tree(sha string) (*git.Repository, Dir, Dir, error) {
 	repo, err := s.open()
 	if err != nil {
 		return nil, nil, nil, err
@@ -126,7 +124,7 @@ func (s *Source) tree(sha string) (*git.Repository, *object.Tree, *object.Tree, 
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("commit %s: %w", sha, err)
 	}
-	dir := root
+	var dir *object.Tree = root
 	if s.dir != "." {
 		if dir, err = root.Tree(s.dir); err != nil {
 			if errors.Is(err, object.ErrDirectoryNotFound) {
@@ -135,7 +133,7 @@ func (s *Source) tree(sha string) (*git.Repository, *object.Tree, *object.Tree, 
 			return nil, nil, nil, fmt.Errorf("%s: %w", s.dir, err)
 		}
 	}
-	return repo, root, dir, nil
+	return repo, gitDir{root}, gitDir{dir}, nil
 }
 
 // readDir decodes every manifest file below dir (whose path in the
@@ -146,28 +144,35 @@ func (s *Source) tree(sha string) (*git.Repository, *object.Tree, *object.Tree, 
 // render, as does a file that cannot be read. Only the tree is walked up
 // front: each blob is looked up when its turn comes, and read only once its
 // size has passed the limits.
-func readDir(ctx context.Context, st storer.EncodedObjectStorer, root, dir *object.Tree, base string, b *budget) ([]Manifest, error) {
+func readDir(ctx context.Context, root, dir Dir, base string, b *budget) ([]Manifest, error) {
 	type entry struct {
-		name string
-		e    object.TreeEntry
+		name   string // below dir
+		kind   EntryKind
+		parent Dir
 	}
 	var files []entry
-	w := object.NewTreeWalker(dir, true, nil)
-	defer w.Close()
-	for {
-		name, e, err := w.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	var walk func(d Dir, at string) error
+	walk = func(d Dir, at string) error {
+		for _, e := range d.Entries() {
+			name := path.Join(at, e.Name)
+			switch {
+			case e.Kind == KindDir:
+				sub, err := d.Dir(e.Name)
+				if err != nil {
+					return &ManifestError{File: path.Join(base, name), Err: err}
+				}
+				if err := walk(sub, name); err != nil {
+					return err
+				}
+			case e.Kind == KindOther || hidden(name):
+			case e.Kind == KindSymlink || isManifest(name):
+				files = append(files, entry{name, e.Kind, d})
+			}
 		}
-		if err != nil {
-			return nil, &ManifestError{File: base, Err: err}
-		}
-		if e.Mode == filemode.Dir || e.Mode == filemode.Submodule || hidden(name) {
-			continue
-		}
-		if e.Mode == filemode.Symlink || isManifest(name) {
-			files = append(files, entry{name, e})
-		}
+		return nil
+	}
+	if err := walk(dir, ""); err != nil {
+		return nil, err
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 
@@ -178,8 +183,8 @@ func readDir(ctx context.Context, st storer.EncodedObjectStorer, root, dir *obje
 			return nil, err
 		}
 		name := path.Join(base, f.name)
-		var blob *object.File
-		if f.e.Mode == filemode.Symlink {
+		var blob File
+		if f.kind == KindSymlink {
 			n, err := r.resolve(name)
 			if err != nil {
 				return nil, &ManifestError{File: name, Err: err}
@@ -192,11 +197,11 @@ func readDir(ctx context.Context, st storer.EncodedObjectStorer, root, dir *obje
 			}
 			blob = n.file
 		} else {
-			bl, err := object.GetBlob(st, f.e.Hash)
+			bl, err := f.parent.File(path.Base(f.name))
 			if err != nil {
 				return nil, &ManifestError{File: name, Err: fmt.Errorf("read: %w", err)}
 			}
-			blob = object.NewFile(f.name, f.e.Mode, bl)
+			blob = bl
 		}
 		content, err := b.readFile(name, blob)
 		if err != nil {
@@ -312,15 +317,17 @@ func (b *budget) appendObject(out []Manifest, file string, doc int, obj map[stri
 // helm renders the chart at s.dir, in a worker process when one is
 // configured (killed when ctx is done), and decodes each template's
 // output under the template's name.
-func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, root *object.Tree, b *budget) ([]Manifest, error) {
+func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, root Dir, b *budget) ([]Manifest, error) {
 	req, err := s.helmRequest(ctx, repo, sha)
 	if err != nil {
 		return nil, err
 	}
+	read := b.read.Load()
 	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
 		if s.cfg.Worker != nil {
 			return s.renderInWorker(ctx, sha, b.lim, helmLabel(s.dir), &req, true)
 		}
+		b.read.Store(read) // a render again with the seed reads the same files: count them once
 		return inGoroutine(ctx, func() ([]byte, error) { return helmBuild(ctx, root, s.dir, b, req) })
 	})
 	if err != nil {
@@ -427,7 +434,7 @@ var kustomizeMu sync.Mutex
 // kustomize builds the kustomization at s.dir and decodes what it produced.
 // With a Worker configured, the build runs in a worker process (see
 // worker.go) that is killed when ctx is done; otherwise it runs in-process.
-func (s *Source) kustomize(ctx context.Context, repo *git.Repository, sha string, root *object.Tree, b *budget) ([]Manifest, error) {
+func (s *Source) kustomize(ctx context.Context, repo *git.Repository, sha string, root Dir, b *budget) ([]Manifest, error) {
 	label := kustomizeLabel(s.dir)
 	req, err := s.helmRequest(ctx, repo, sha)
 	var capsErr *capabilitiesError
@@ -438,10 +445,12 @@ func (s *Source) kustomize(ctx context.Context, repo *git.Repository, sha string
 	if err != nil {
 		return nil, err
 	}
+	read := b.read.Load()
 	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
 		if s.cfg.Worker != nil {
 			return s.renderInWorker(ctx, sha, b.lim, label, &req, false)
 		}
+		b.read.Store(read) // a render again with the seed reads the same files: count them once
 		return kustomizeInProcess(ctx, root, s.dir, b, req)
 	})
 	if err != nil {
@@ -477,7 +486,7 @@ func kustomizeLabel(dir string) string { return "kustomize build " + dir }
 // read, which stops kustomize, but a build that computes without reading
 // goes on (and holds kustomizeMu) until it ends: the worker process is the
 // way to stop one.
-func kustomizeInProcess(ctx context.Context, root *object.Tree, dir string, b *budget, req helmRequest) ([]byte, error) {
+func kustomizeInProcess(ctx context.Context, root Dir, dir string, b *budget, req helmRequest) ([]byte, error) {
 	return inGoroutine(ctx, func() ([]byte, error) {
 		kustomizeMu.Lock()
 		defer kustomizeMu.Unlock()
@@ -494,7 +503,7 @@ func kustomizeInProcess(ctx context.Context, root *object.Tree, dir string, b *b
 // lazily from the commit's tree through a read-only, bounded file system,
 // and returns its YAML output, bounded by MaxObjects and MaxBytes. Every
 // error is a *ManifestError, or ctx's.
-func kustomizeBuild(ctx context.Context, root *object.Tree, dir string, b *budget, req helmRequest) (out []byte, err error) {
+func kustomizeBuild(ctx context.Context, root Dir, dir string, b *budget, req helmRequest) (out []byte, err error) {
 	label := kustomizeLabel(dir)
 	defer func() { err = b.safe(err) }() // last: no error quotes a secret value (secrets.go)
 	defer func() {

@@ -207,7 +207,7 @@ func TestKustomizeSealedWithoutPrecheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tfs := newTreeFS(context.Background(), root, &budget{lim: DefaultLimits})
+			tfs := newTreeFS(context.Background(), gitDir{root}, &budget{lim: DefaultLimits})
 			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(tfs, abs(c.dir))
 			if err == nil {
 				out, _ := rm.AsYaml()

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -38,13 +36,13 @@ var errOutside = errors.New("outside the repository")
 // node is a resolved path in the tree: a directory (tree set) or a file.
 type node struct {
 	path string // repository-relative, "." for the root
-	tree *object.Tree
-	file *object.File
+	tree Dir
+	file File
 }
 
-// resolver resolves repository-relative paths in a commit's tree,
-// following symbolic links that stay inside it.
-type resolver struct{ root *object.Tree }
+// resolver resolves repository-relative paths in a revision's files,
+// following symbolic links that stay inside them.
+type resolver struct{ root Dir }
 
 // resolve looks up p (slash-separated, relative to the repository root).
 // The error names the link when a symbolic link dangles or leads outside.
@@ -69,34 +67,34 @@ func (r *resolver) resolve(p string) (*node, error) {
 		if cur.tree == nil {
 			return nil, fmt.Errorf("%s: not a directory: %w", cur.path, fs.ErrNotExist)
 		}
-		e, err := cur.tree.FindEntry(name)
+		e, err := cur.tree.Entry(name)
 		if err != nil {
 			if fromLink {
 				return nil, fmt.Errorf("symlink %s: dangling: %s does not exist", lastLink, full)
 			}
 			return nil, fmt.Errorf("%s: %w", full, fs.ErrNotExist)
 		}
-		switch {
-		case e.Mode == filemode.Dir:
-			t, err := cur.tree.Tree(name)
+		switch e.Kind {
+		case KindDir:
+			t, err := cur.tree.Dir(name)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", full, err)
 			}
 			cur = &node{path: full, tree: t}
-		case e.Mode == filemode.Symlink:
+		case KindSymlink:
 			if hops++; hops > maxSymlinkHops {
 				return nil, fmt.Errorf("symlink %s: too many levels of symbolic links", full)
 			}
-			f, err := cur.tree.TreeEntryFile(e)
+			f, err := cur.tree.File(name)
 			if err != nil {
 				return nil, fmt.Errorf("symlink %s: %w", full, err)
 			}
 			// A link's target is a path: a blob longer than any path is
 			// refused unread.
-			if f.Size > maxSymlinkTarget {
-				return nil, fmt.Errorf("symlink %s: target of %d bytes is longer than a path (%d)", full, f.Size, maxSymlinkTarget)
+			if f.Size() > maxSymlinkTarget {
+				return nil, fmt.Errorf("symlink %s: target of %d bytes is longer than a path (%d)", full, f.Size(), maxSymlinkTarget)
 			}
-			target, err := f.Contents()
+			target, err := readAll(f)
 			if err != nil {
 				return nil, fmt.Errorf("symlink %s: %w", full, err)
 			}
@@ -110,8 +108,8 @@ func (r *resolver) resolve(p string) (*node, error) {
 			rest = append(parts, rest...)
 			pending += len(parts)
 			cur = &node{path: ".", tree: r.root}
-		case e.Mode.IsFile():
-			f, err := cur.tree.TreeEntryFile(e)
+		case KindFile:
+			f, err := cur.tree.File(name)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", full, err)
 			}
@@ -148,7 +146,7 @@ type treeFS struct {
 
 var _ filesys.FileSystem = (*treeFS)(nil)
 
-func newTreeFS(ctx context.Context, root *object.Tree, b *budget) *treeFS {
+func newTreeFS(ctx context.Context, root Dir, b *budget) *treeFS {
 	return &treeFS{ctx: ctx, r: &resolver{root: root}, b: b}
 }
 
@@ -276,8 +274,9 @@ func (f *treeFS) ReadDir(p string) ([]string, error) {
 	if n.tree == nil {
 		return nil, fmt.Errorf("%s: not a directory", p)
 	}
-	names := make([]string, 0, len(n.tree.Entries))
-	for _, e := range n.tree.Entries {
+	entries := n.tree.Entries()
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
 		names = append(names, e.Name)
 	}
 	return names, nil
@@ -314,7 +313,7 @@ func (f *treeFS) Glob(pattern string) ([]string, error) {
 			if err != nil || n.tree == nil {
 				continue
 			}
-			for _, e := range n.tree.Entries {
+			for _, e := range n.tree.Entries() {
 				if ok, err := path.Match(part, e.Name); err != nil {
 					return nil, err
 				} else if ok {
@@ -357,18 +356,18 @@ func (f *treeFS) walk(p string, n *node, fn filepath.WalkFunc) error {
 	if n.tree == nil {
 		return nil
 	}
-	for _, e := range n.tree.Entries {
+	for _, e := range n.tree.Entries() {
 		cp := path.Join(p, e.Name)
 		var ch *node
-		switch {
-		case e.Mode == filemode.Dir:
-			t, err := n.tree.Tree(e.Name)
+		switch e.Kind {
+		case KindDir:
+			t, err := n.tree.Dir(e.Name)
 			if err != nil {
 				return err
 			}
 			ch = &node{path: path.Join(n.path, e.Name), tree: t}
 		default:
-			fl, err := n.tree.TreeEntryFile(&e)
+			fl, err := n.tree.File(e.Name)
 			if err != nil {
 				continue
 			}
@@ -420,7 +419,7 @@ func info(n *node) os.FileInfo { return fileInfo{n} }
 func (i fileInfo) Name() string { return path.Base(i.n.path) }
 func (i fileInfo) Size() int64 {
 	if i.n.file != nil {
-		return i.n.file.Size
+		return i.n.file.Size()
 	}
 	return 0
 }

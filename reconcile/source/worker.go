@@ -108,10 +108,15 @@ type wireError struct {
 	Manifest  bool        `json:"manifest,omitempty"`
 	ReadFault bool        `json:"readFault,omitempty"`
 	NoSeed    bool        `json:"noSeed,omitempty"` // ErrNoSeed
+	Reason    Reason      `json:"reason,omitempty"` // an *Error's
 }
 
 func toWire(err error) *wireError {
 	w := &wireError{Msg: err.Error(), ReadFault: readFault(err), NoSeed: errors.Is(err, ErrNoSeed)}
+	var se *Error
+	if errors.As(withReason(err), &se) {
+		w.Reason = se.Reason
+	}
 	var me *ManifestError
 	if errors.As(err, &me) {
 		w.Manifest, w.File, w.Object, w.Msg = true, me.File, me.Object, me.Err.Error()
@@ -135,6 +140,9 @@ func (w *wireError) err() error {
 		err = &objectReadError{err}
 	case w.NoSeed:
 		err = fmt.Errorf("%s%w", strings.TrimSuffix(w.Msg, ErrNoSeed.Error()), ErrNoSeed)
+	}
+	if w.Reason != "" {
+		err = &Error{Reason: w.Reason, Err: err}
 	}
 	if w.Manifest {
 		return &ManifestError{File: w.File, Object: w.Object, Err: err}

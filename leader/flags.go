@@ -1,0 +1,24 @@
+package leader
+
+import (
+	"errors"
+	"flag"
+	"time"
+)
+
+// BindFlags registers the Lease's timing flags on fs, bound to c's fields,
+// with their defaults (client-go's, as controller-runtime uses them). The
+// caller fills in Namespace, Lease and Identity.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the last renewal before taking over")
+	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading")
+	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "time between attempts to acquire or renew the Lease")
+}
+
+// Validate checks the fields BindFlags binds.
+func (c *Config) Validate() error {
+	if !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0) {
+		return errors.New("leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0")
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package source
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+)
+
+// BindFlags registers the flags of what a user sets on a Source (its
+// credentials, signature checks, render limits and chart settings) on fs,
+// bound to c's fields, with their defaults. The caller fills in the rest
+// (URL, Ref, Path, CacheDir, Worker) and calls Validate after parsing.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Username, "git-username", "", "HTTPS basic-auth user name (default \"git\" when a password or token file is given)")
+	fs.StringVar(&c.PasswordFile, "git-password-file", "", "file holding the HTTPS basic-auth password")
+	fs.StringVar(&c.TokenFile, "git-token-file", "", "file holding an HTTPS access token (sent as the basic-auth password)")
+	fs.StringVar(&c.SSHKeyFile, "git-ssh-key-file", "", "file holding the SSH private key")
+	fs.StringVar(&c.KnownHostsFile, "git-known-hosts-file", "", "known_hosts file to verify SSH host keys against (required for SSH)")
+	fs.BoolVar(&c.InsecureSkipHostKeyCheck, "insecure-skip-host-key-check", false, "connect over SSH without verifying the host key")
+	c.Limits.BindFlags(fs)
+	c.Helm.HelmOptions.BindFlags(fs)
+	fs.BoolVar(&c.VerifyCommits, "verify-commits", false, "render only commits (or, for a tag --ref, annotated tags) signed by a key in --trusted-keys-file")
+	fs.StringVar(&c.TrustedKeysFile, "trusted-keys-file", "", "armored OpenPGP public keys trusted to sign commits (with --verify-commits)")
+}
+
+// Validate checks the fields BindFlags binds.
+func (c *Config) Validate() error {
+	switch {
+	case c.VerifyCommits && c.TrustedKeysFile == "":
+		return errors.New("--verify-commits needs --trusted-keys-file")
+	case !c.VerifyCommits && c.TrustedKeysFile != "":
+		return errors.New("--trusted-keys-file is used only with --verify-commits")
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
+	}
+	return c.Helm.HelmOptions.Validate()
+}
+
+// BindFlags registers the --render-max-* flags on fs, bound to l, with the
+// defaults of DefaultLimits.
+func (l *Limits) BindFlags(fs *flag.FlagSet) {
+	fs.Int64Var(&l.MaxBytes, "render-max-bytes", DefaultLimits.MaxBytes, "most bytes a render may read from the commit, and most bytes it may produce")
+	fs.IntVar(&l.MaxObjects, "render-max-objects", DefaultLimits.MaxObjects, "most objects a render may produce")
+	fs.Int64Var(&l.MaxFileBytes, "render-max-file-bytes", DefaultLimits.MaxFileBytes, "largest file a render may read")
+	fs.IntVar(&l.MaxDepth, "render-max-depth", DefaultLimits.MaxDepth, "deepest nesting of maps and lists in one object")
+	fs.IntVar(&l.MaxAliasExpansion, "render-max-alias-expansion", DefaultLimits.MaxAliasExpansion, "most a YAML document may grow by expanding its aliases, as a multiple of its own size")
+}
+
+// Validate checks that every limit is positive (a flag of 0 would not mean
+// the default).
+func (l Limits) Validate() error {
+	if l.MaxBytes <= 0 || l.MaxObjects <= 0 || l.MaxFileBytes <= 0 || l.MaxDepth <= 0 || l.MaxAliasExpansion <= 0 {
+		return fmt.Errorf("the --render-max-* limits must be positive")
+	}
+	return nil
+}
