@@ -43,8 +43,19 @@ type Config struct {
 	// one abandoned tick or one panic is worth a look, so it only rides out
 	// a missed scrape.
 	AbandonedFor time.Duration
-	// Critical and Warning are the severity label values.
-	Critical, Warning string
+	// SuspendedFor is how long an operator's suspension (recond_suspended
+	// == 1) must last before RecondSuspended fires at severity Info.
+	SuspendedFor time.Duration
+	// SuspendEndingWithin is how close the end of a suspension
+	// (recond_suspended_until_timestamp_seconds) must be for
+	// RecondSuspended to fire at severity Warning: at its end the loop
+	// resumes and undoes the manual changes not committed to Git.
+	SuspendEndingWithin time.Duration
+	// SuspendEndingFor is the for: of that warning: it only rides out a
+	// missed scrape.
+	SuspendEndingFor time.Duration
+	// Critical, Warning and Info are the severity label values.
+	Critical, Warning, Info string
 	// RunbookBase is the URL of docs/runbooks.md; each alert links to its
 	// section (#<alert name in lower case>).
 	RunbookBase string
@@ -68,8 +79,12 @@ func Default() Config {
 		DegradedFor:           10 * time.Minute,
 		RevisionNotHealthyFor: time.Minute,
 		AbandonedFor:          time.Minute,
+		SuspendedFor:          time.Hour,
+		SuspendEndingWithin:   time.Hour,
+		SuspendEndingFor:      time.Minute,
 		Critical:              "critical",
 		Warning:               "warning",
+		Info:                  "info",
 		RunbookBase:           "https://recond.dev/docs/runbooks",
 	}
 }
@@ -104,7 +119,7 @@ func Rules(cfg Config) (RuleFile, error) {
 	rules := []Rule{
 		{
 			Alert:  "RecondReconcileStalled",
-			Expr:   g.stale("recond_last_success_timestamp_seconds"),
+			Expr:   g.stale("recond_last_success_timestamp_seconds") + g.unlessSuspended(),
 			For:    dur(cfg.StalledFor),
 			Labels: map[string]string{"severity": cfg.Critical},
 			Annotations: map[string]string{
@@ -144,7 +159,7 @@ func Rules(cfg Config) (RuleFile, error) {
 		{
 			Alert: "RecondDriftPersisting",
 			Expr: fmt.Sprintf("min by (%s) (min_over_time(recond_drifted_resources%s[%s])) > 0",
-				g.by, g.sel(), dur(cfg.DriftFor)),
+				g.by, g.sel(), dur(cfg.DriftFor)) + g.unlessSuspended(),
 			For:    dur(cfg.DriftFor),
 			Labels: map[string]string{"severity": cfg.Warning},
 			Annotations: map[string]string{
@@ -235,6 +250,7 @@ func Rules(cfg Config) (RuleFile, error) {
 			},
 		},
 	}
+	rules = append(rules, g.suspended()...)
 	for i := range rules {
 		rules[i].Annotations["runbook_url"] = cfg.RunbookBase + "#" + strings.ToLower(rules[i].Alert)
 	}
@@ -257,6 +273,68 @@ func (g *gen) sel(extra ...string) string {
 		return ""
 	}
 	return "{" + strings.Join(m, ", ") + "}"
+}
+
+// unlessSuspended is appended to the expressions of the alerts that an
+// operator's suspension explains (a suspended loop holds nothing to Git and
+// leaves drift as it is, on purpose): they stay silent while the instance
+// is suspended, which RecondSuspended tells instead. An instance that
+// exports no recond_suspended (an older recond) is not affected.
+func (g *gen) unlessSuspended() string {
+	return fmt.Sprintf("\nunless on (%[1]s)\nmax by (%[1]s) (recond_suspended%[2]s) == 1", g.by, g.sel())
+}
+
+// suspended are the two tiers of RecondSuspended: Info once a suspension
+// has lasted SuspendedFor, Warning once its end, when the loop resumes by
+// itself and undoes the manual changes not committed to Git, is less than
+// SuspendEndingWithin away.
+//
+// The two tiers never fire together for one instance: their conditions
+// split on the time left (>= SuspendEndingWithin for Info, < for Warning),
+// so when the Warning starts the Info resolves, rather than two alerts of
+// one name saying two things at once, and no Alertmanager inhibit rule is
+// needed. Extending the suspension past SuspendEndingWithin resolves the
+// Warning; the Info then waits its SuspendedFor again (someone just acted
+// on the suspension). A suspension shorter than SuspendEndingWithin is in
+// the Warning tier from its start: its end, and the undoing of manual
+// changes, is that close. Both tiers carry the time left as their value.
+func (g *gen) suspended() []Rule {
+	cfg := g.cfg
+	left := fmt.Sprintf("max by (%s) (recond_suspended_until_timestamp_seconds%s) - time()", g.by, g.sel())
+	on := fmt.Sprintf("and on (%[1]s)\nmax by (%[1]s) (recond_suspended%[2]s) == 1", g.by, g.sel())
+	within := cfg.SuspendEndingWithin.Seconds()
+	who := "Who suspended it and why: the banner of its status page, `recond status`, or the annotations " +
+		"recond.dev/suspended-by and recond.dev/suspend-reason of its inventory ConfigMap."
+	return []Rule{
+		{
+			Alert:  "RecondSuspended",
+			Expr:   fmt.Sprintf("(\n  %s >= %g\n)\n%s", left, within, on),
+			For:    dur(cfg.SuspendedFor),
+			Labels: map[string]string{"severity": cfg.Info},
+			Annotations: map[string]string{
+				"summary": "recond in namespace {{ $labels.namespace }} has been suspended for more than " + dur(cfg.SuspendedFor) +
+					": it writes, prunes and heals nothing.",
+				"description": "An operator suspended recond ({{ $labels.job }}) in namespace {{ $labels.namespace }} more than " +
+					dur(cfg.SuspendedFor) + " ago: its ticks read, diff and report, and write, prune and heal nothing, " +
+					"so changes in Git are not applied and drift stays. The suspension ends by itself in {{ $value | humanizeDuration }}; " +
+					"the loop then resumes and undoes the manual changes not committed to Git. " + who +
+					" Commit the manual fix to Git, then end the suspension with `recond resume`.",
+			},
+		},
+		{
+			Alert:  "RecondSuspended",
+			Expr:   fmt.Sprintf("(\n  %s < %g\n)\n%s", left, within, on),
+			For:    dur(cfg.SuspendEndingFor),
+			Labels: map[string]string{"severity": cfg.Warning},
+			Annotations: map[string]string{
+				"summary": "recond's suspension in namespace {{ $labels.namespace }} ends in less than " + dur(cfg.SuspendEndingWithin) +
+					": manual changes not in Git will then be undone.",
+				"description": "recond ({{ $labels.job }}) in namespace {{ $labels.namespace }} is suspended, and the suspension ends by itself in " +
+					"{{ $value | humanizeDuration }}: the loop then resumes and undoes every manual change not committed to Git. " + who +
+					" Commit the manual fix to Git (then `recond resume`), or extend the suspension with `recond suspend --for` (at most --suspend-max).",
+			},
+		},
+	}
 }
 
 // stale is the expression "seconds since the timestamp metric last moved,

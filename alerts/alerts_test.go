@@ -50,7 +50,7 @@ func TestRulesAreComplete(t *testing.T) {
 				t.Errorf("%s has no %s", r.Alert, a)
 			}
 		}
-		if s := r.Labels["severity"]; s != "critical" && s != "warning" {
+		if s := r.Labels["severity"]; s != "critical" && s != "warning" && s != "info" {
 			t.Errorf("%s severity %q", r.Alert, s)
 		}
 		if r.For == "" || r.For == "0s" {
@@ -60,7 +60,7 @@ func TestRulesAreComplete(t *testing.T) {
 			t.Errorf("docs/runbooks.md has no section %q for %s", "## "+r.Alert, r.Annotations["runbook_url"])
 		}
 	}
-	want := "RecondReconcileStalled,RecondLoopNotTicking,RecondPhaseFailing,RecondDriftPersisting,RecondObserveSlow,RecondTargetMissing,RecondDegraded,RecondRevisionNotHealthy,RecondTickAbandoned,RecondPanicked"
+	want := "RecondReconcileStalled,RecondLoopNotTicking,RecondPhaseFailing,RecondDriftPersisting,RecondObserveSlow,RecondTargetMissing,RecondDegraded,RecondRevisionNotHealthy,RecondTickAbandoned,RecondPanicked,RecondSuspended,RecondSuspended"
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("alerts %s, want %s", got, want)
 	}
@@ -74,6 +74,9 @@ func TestConfigChangesTheRules(t *testing.T) {
 	cfg.RunbookBase = "https://runbooks.example/recond"
 	cfg.DegradedFor = 25 * time.Minute
 	cfg.RevisionNotHealthyFor = 3 * time.Minute
+	cfg.SuspendedFor = 2 * time.Hour
+	cfg.SuspendEndingWithin = 30 * time.Minute
+	cfg.Info = "notice"
 	b, err := YAML(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +92,14 @@ func TestConfigChangesTheRules(t *testing.T) {
 		"have failed for 25m.",
 		`recond_resources_health{job="tenant-recond", health="failed"}`,
 		`> recond_health_timeout_seconds{job="tenant-recond"}`,
+		"unless on (namespace, job)",
+		`max by (namespace, job) (recond_suspended{job="tenant-recond"}) == 1`,
+		`max by (namespace, job) (recond_suspended_until_timestamp_seconds{job="tenant-recond"}) - time() >= 1800`,
+		`max by (namespace, job) (recond_suspended_until_timestamp_seconds{job="tenant-recond"}) - time() < 1800`,
+		"for: 2h",
+		"severity: notice",
+		"suspended for more than 2h:",
+		"ends in less than 30m:",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("rules for 5 intervals lack %q", want)

@@ -44,13 +44,20 @@ const (
 	// ReasonRecovered (Normal, on the inventory): the first successful tick
 	// after a streak of failed ones.
 	ReasonRecovered = "Recovered"
+	// ReasonSuspended (Warning, on the inventory): an operator suspended
+	// the loop (or changed the suspension); the note says who, why and
+	// until when.
+	ReasonSuspended = "Suspended"
+	// ReasonResumed (Normal, on the inventory): the suspension ended: who
+	// resumed, or that it ran out.
+	ReasonResumed = "Resumed"
 )
 
 // Reasons lists every reason, so that labelled series can be
 // pre-initialised.
 var Reasons = []string{
 	ReasonCreated, ReasonUpdated, ReasonPruned, ReasonApplyFailed, ReasonHealthDegraded, ReasonHealthRecovered,
-	ReasonRevisionApplied, ReasonRevisionHealthy, ReasonTickFailed, ReasonRecovered,
+	ReasonRevisionApplied, ReasonRevisionHealthy, ReasonTickFailed, ReasonRecovered, ReasonSuspended, ReasonResumed,
 }
 
 // The actions of recond's Events (what recond was doing).
@@ -59,6 +66,7 @@ const (
 	ActionPrune     = "Prune"
 	ActionAssess    = "Assess"
 	ActionReconcile = "Reconcile"
+	ActionSuspend   = "Suspend"
 )
 
 // NoteLimit is the API server's limit on an Event's note, in bytes.
@@ -112,6 +120,8 @@ type Transitions struct {
 	streakStart time.Time
 	// inventory is the last inventory reference a Result named.
 	inventory reconcile.ObjectRef
+	// suspended is the suspension the last tick saw in force (nil: none).
+	suspended *reconcile.Suspension
 }
 
 // Next returns the Events that r, the Result of the tick after the last one
@@ -290,6 +300,7 @@ func (t *Transitions) instance(r *reconcile.Result) []Intent {
 			t.healthyAt = t.lastApplied // found healthy: a process that starts so stays silent
 		}
 	}
+	out = append(out, t.suspension(r)...)
 	if f := r.Failure(); f != nil {
 		if t.failedTicks == 0 {
 			t.streakStart = r.Start
@@ -305,6 +316,30 @@ func (t *Transitions) instance(r *reconcile.Result) []Intent {
 		out = append(out, t.about(t.inventory, corev1.EventTypeNormal, ReasonRecovered, ActionReconcile, note))
 	}
 	return out
+}
+
+// suspension are the Events of a suspension that began, changed or ended.
+// A process that starts while one is in force says so once.
+func (t *Transitions) suspension(r *reconcile.Result) []Intent {
+	prev, cur := t.suspended, r.Suspension
+	t.suspended = cur
+	switch {
+	case cur != nil && (prev == nil || *prev != *cur):
+		return []Intent{t.about(t.inventory, corev1.EventTypeWarning, ReasonSuspended, ActionSuspend,
+			fmt.Sprintf("suspended by %s until %s: %s; ticks write, prune and heal nothing until then",
+				cur.By, cur.Until.UTC().Format(time.RFC3339), cur.Reason))}
+	case cur == nil && prev != nil:
+		note := "resumed: the suspension's annotations were removed"
+		switch {
+		case r.ResumedBy != "":
+			note = "resumed by " + r.ResumedBy
+		case !r.Start.Before(prev.Until):
+			note = "resumed: the suspension ran out at " + prev.Until.UTC().Format(time.RFC3339)
+		}
+		return []Intent{t.about(t.inventory, corev1.EventTypeNormal, ReasonResumed, ActionSuspend,
+			fmt.Sprintf("%s (suspended by %s: %s); ticks write again", note, prev.By, prev.Reason))}
+	}
+	return nil
 }
 
 // capped keeps the first Max Events of each reason and replaces the rest

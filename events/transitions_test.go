@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -411,6 +412,46 @@ func TestThousands(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 2900: "2,900", 1234567: "1,234,567"} {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// A suspension is told when it begins, when it changes and when it ends
+// (by whom, or that it ran out); the ticks in between say nothing of it.
+func TestSuspensionTransitions(t *testing.T) {
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	sus := &reconcile.Suspension{Until: start.Add(2 * time.Hour), Reason: "incident 42", By: "alice"}
+	at := func(r *reconcile.Result, when time.Time, s *reconcile.Suspension, by string) *reconcile.Result {
+		r.Start, r.Suspension, r.ResumedBy = when, s, by
+		return r
+	}
+	longer := *sus
+	longer.Until = start.Add(4 * time.Hour)
+	steps := []struct {
+		name string
+		res  *reconcile.Result
+		want []string
+		note string
+	}{
+		{"suspended", at(tick("aaaa", ok(all...), nil), start, sus, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, "suspended by alice until 2026-12-02T12:00:00Z: incident 42"},
+		{"still suspended: nothing", at(tick("aaaa", ok(all...), nil), start.Add(time.Minute), sus, ""), []string{}, ""},
+		{"extended", at(tick("aaaa", ok(all...), nil), start.Add(2*time.Minute), &longer, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, "until 2026-12-02T14:00:00Z"},
+		{"resumed by bob", at(tick("aaaa", ok(all...), nil), start.Add(3*time.Minute), nil, "bob"), []string{"Normal Resumed ConfigMap/recond-inventory-recond"}, "resumed by bob (suspended by alice: incident 42)"},
+		{"not suspended: nothing", at(tick("aaaa", ok(all...), nil), start.Add(4*time.Minute), nil, ""), []string{}, ""},
+		{"suspended again", at(tick("aaaa", ok(all...), nil), start.Add(5*time.Minute), sus, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, ""},
+		{"ran out", at(tick("aaaa", ok(all...), nil), sus.Until.Add(time.Second), nil, ""), []string{"Normal Resumed ConfigMap/recond-inventory-recond"}, "ran out at 2026-12-02T12:00:00Z"},
+		{"suspended once more", at(tick("aaaa", ok(all...), nil), start.Add(6*time.Minute), sus, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, ""},
+		{"annotations removed", at(tick("aaaa", ok(all...), nil), start.Add(7*time.Minute), nil, ""), []string{"Normal Resumed ConfigMap/recond-inventory-recond"}, "annotations were removed"},
+	}
+	var tr Transitions
+	for _, s := range steps {
+		got := tr.Next(s.res)
+		if d := cmp.Diff(s.want, summary(got)); d != "" {
+			t.Errorf("%s: Events (-want +got):\n%s", s.name, d)
+			continue
+		}
+		if s.note != "" && !strings.Contains(got[0].Note, s.note) {
+			t.Errorf("%s: note %q does not say %q", s.name, got[0].Note, s.note)
 		}
 	}
 }

@@ -47,6 +47,10 @@ type Metrics struct {
 	// generatedOnce is how many desired objects a chart's key or
 	// certificate maker made part of, at the last tick that read Git.
 	generatedOnce prometheus.Gauge
+	// suspended is 1 while an operator's suspension is in force (the last
+	// tick wrote nothing), else 0; suspendedUntil is when it ends by
+	// itself (0: not suspended).
+	suspended, suspendedUntil prometheus.Gauge
 	// panics counts recovered panics by phase (a phase's own, or one
 	// object's write within apply).
 	panics *prometheus.CounterVec
@@ -181,6 +185,14 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "generated_once_resources",
 			Help: "Desired objects with fields that a chart's key or certificate maker (or a random salt) made, at the last tick that read Git: written at creation, live values kept after that.",
 		}),
+		suspended: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "suspended",
+			Help: "1 while an operator's suspension is in force (recond suspend, or the recond.dev/suspended-until annotation of the inventory ConfigMap): ticks read, observe, diff and assess health, and write, prune and heal nothing; else 0.",
+		}),
+		suspendedUntil: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "suspended_until_timestamp_seconds",
+			Help: "When the suspension in force ends by itself (Unix time; the loop then resumes and heals what differs from Git); 0 when not suspended.",
+		}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "panics_total",
 			Help: "Recovered panics, by phase: the tick (or the write) failed with reason other and a stack.",
@@ -281,7 +293,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		}, []string{"version", "goversion"}),
 		now: time.Now,
 	}
-	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.superseded, m.generatedOnce, m.panics, m.lastTick, m.lastSuccess,
+	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.superseded, m.generatedOnce, m.suspended, m.suspendedUntil, m.panics, m.lastTick, m.lastSuccess,
 		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.leaseFailures, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge, m.watchRestarts,
 		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.webhooks, m.operations, m.sourceInfo, m.buildInfo)
 
@@ -360,6 +372,13 @@ func (m *Metrics) PhaseEnd(ctx context.Context, pr reconcile.PhaseResult, _ *rec
 func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 	m.ticks.WithLabelValues(string(r.Outcome)).Inc()
 	m.superseded.Add(float64(r.Superseded))
+	if s := r.Suspension; s != nil {
+		m.suspended.Set(1)
+		m.suspendedUntil.Set(float64(s.Until.Unix()))
+	} else {
+		m.suspended.Set(0)
+		m.suspendedUntil.Set(0)
+	}
 	if len(r.Phases) > 0 && r.Phases[0].Phase == reconcile.PhaseRead && r.Phases[0].Err == nil {
 		m.generatedOnce.Set(float64(r.Counts.GeneratedOnce))
 	}

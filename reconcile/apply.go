@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
 )
 
@@ -147,6 +148,27 @@ func (r *Reconciler) mayWrite() error {
 	return nil
 }
 
+// holdForSuspension settles the suspension's annotations and, before a
+// tick that would write, reads them from the API server when the tick read
+// them from the watch cache (which may not have seen a suspension made a
+// moment ago): a suspension stops the very next write.
+func (r *Reconciler) holdForSuspension(ctx context.Context, st *State) error {
+	_, direct := r.live.(*cluster.Client)
+	if st.suspension.Active == nil && (!st.suspensionRead || !direct && len(st.Changes) > 0) {
+		if err := r.suspension(ctx, st, true); err != nil {
+			return err
+		}
+	}
+	if err := r.settleSuspension(ctx, st); err != nil {
+		return err
+	}
+	if s := st.suspension.Active; s != nil && len(st.Changes) > 0 {
+		r.log.InfoContext(ctx, "suspended: differences left as they are", "differences", len(st.Changes),
+			"by", s.By, "reason", s.Reason, "until", s.Until.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // call runs fn, turning a panic into an error: the phase's own recovery
 // does not reach another goroutine.
 func call(ctx context.Context, c diff.Change, fn func(context.Context, diff.Change) outcome) (o outcome) {
@@ -201,6 +223,13 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 		}
 	}
 
+	if !r.cfg.DryRun {
+		if err := r.holdForSuspension(ctx, st); err != nil || st.suspension.Active != nil {
+			// Suspended: differences are reported, nothing is written,
+			// pruned or healed, no hook runs.
+			return err
+		}
+	}
 	if !r.cfg.DryRun && !r.cfg.SelfHeal && st.Revision == inv.Revision {
 		// Self-heal is off and Git has not moved: report the drift only
 		// (the revision's post-hooks still run once it is healthy).

@@ -98,6 +98,9 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	if len(r.HooksWaiting) > 0 {
 		attrs = append(attrs, "hooks_waiting", joinList(r.HooksWaiting))
 	}
+	if s := r.Suspension; s != nil {
+		attrs = append(attrs, "suspended_until", s.Until.UTC().Format(time.RFC3339), "suspended_by", s.By)
+	}
 	if h := r.Health; h != nil {
 		attrs = append(attrs, "health_status", string(h.Status))
 		if bad := h.Unhealthy(); len(bad) > 0 {

@@ -92,6 +92,9 @@ type Config struct {
 	// HookTimeout is how long a chart's hook may run before it counts as
 	// failed; 0 means DefaultHookTimeout.
 	HookTimeout time.Duration
+	// SuspendMax is how long a suspension lasts at most (and without an
+	// end of its own); 0 means DefaultSuspendMax.
+	SuspendMax time.Duration
 }
 
 // Observer is told about every tick and phase. Metrics, tracing and logs
@@ -158,6 +161,8 @@ type Reconciler struct {
 	// healthy is the last revision a tick found healthy (post-hooks wait
 	// for it).
 	healthy atomic.Pointer[string]
+	// suspend remembers what the suspension's annotations do not say.
+	suspend suspensionMemo
 }
 
 // renderCache is a decorated desired set and the revision it was rendered
@@ -231,6 +236,11 @@ type State struct {
 	RevisionApplied bool
 	// Health is what the health phase found.
 	Health *Health
+
+	// suspension is what the inventory's annotations say of an operator's
+	// suspension (suspend.go); suspensionRead is set once they were read.
+	suspension     suspensionState
+	suspensionRead bool
 
 	// inv is the inventory this tick works with (loadInventory).
 	inv *inventory

@@ -272,6 +272,13 @@ type Result struct {
 	RevisionApplied bool
 	// Health is what the health phase found; nil when it did not run.
 	Health *Health
+	// Suspension is the operator's suspension in force at the tick's end
+	// (nil: none): the tick wrote, pruned and healed nothing.
+	Suspension *Suspension
+	// ResumedBy names who ended a suspension through Resume since the
+	// tick before ("" when nobody did: it ended by itself, or its
+	// annotations were removed).
+	ResumedBy string
 }
 
 // Failure returns the error of the failed phase, or nil. A phase run aside

@@ -78,6 +78,11 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	if !planOnly && !r.cfg.DryRun {
 		r.keepInventory(ctx, st)
 	}
+	// The suspension is read before the phases (and again by apply before
+	// it writes), so that a tick that fails in read still tells it.
+	if err := r.suspension(ctx, st, false); err != nil {
+		r.log.DebugContext(ctx, "suspension not read before the phases; apply reads it before writing", "err", err)
+	}
 	succeeded := map[Phase]bool{}
 	failed := false
 	for _, ph := range r.phases() {
@@ -130,6 +135,11 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
 	res.Rejected, res.RevisionApplied, res.Health = st.Rejected, st.RevisionApplied, st.Health
+	if s := st.suspension.Active; s.Active(time.Now()) {
+		res.Suspension = s
+		r.suspend.wakeAt(s.Until, func() { r.Trigger(TriggerInterval) })
+	}
+	res.ResumedBy = r.suspend.takeResumedBy()
 	res.Inventory = ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: inventoryName(r.cfg.Name)}
 	if inv := r.inventory(); inv != nil {
 		res.Inventory.UID, res.Inventory.ResourceVersion = inv.UID, inv.ResourceVersion

@@ -101,6 +101,10 @@ func WriteTable(w io.Writer, s *Status) error {
 		}
 		fmt.Fprintf(tw, "CHART\t%s %s%s\n", c.Name, c.Version, values)
 	}
+	if sus := s.Suspension; sus != nil {
+		fmt.Fprintf(tw, "SUSPENDED\tuntil %s (%s left) by %s: %s\n", sus.Until.UTC().Format(time.RFC3339),
+			time.Duration(sus.RemainingSeconds*float64(time.Second)), Printable(sus.By), Printable(sus.Reason))
+	}
 	applied := "applied " + or(s.AppliedRevision, "none")
 	if s.AppliedRevision != "" && s.AppliedRevision == s.Revision {
 		applied = "applied"

@@ -68,6 +68,7 @@ type Page struct {
 	health           string
 	revision         string
 	chart            *Chart
+	suspension       *reconcile.Suspension
 	applied          string
 	lastEnd, success time.Time
 }
@@ -186,6 +187,7 @@ func (p *Page) TickEnd(ctx context.Context, r *reconcile.Result) {
 			p.chart = &Chart{Name: c.Name, Version: c.Version, Values: c.Values}
 		}
 	}
+	p.suspension = r.Suspension
 	if r.Failure() == nil {
 		p.success = end
 		if r.Revision != "" && !r.DryRun && r.Outcome != reconcile.OutcomeOutOfSync {
@@ -202,6 +204,7 @@ type snapshot struct {
 	health           string
 	revision         string
 	chart            *Chart
+	suspension       *reconcile.Suspension
 	applied          string
 	lastEnd, success time.Time
 	progress         reconcile.Progress
@@ -216,7 +219,7 @@ func (p *Page) snapshot() snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := snapshot{ticks: make([]*record, 0, p.n), objects: p.objects, health: p.health,
-		revision: p.revision, chart: p.chart, applied: p.applied, lastEnd: p.lastEnd, success: p.success, progress: prog}
+		revision: p.revision, chart: p.chart, suspension: p.suspension, applied: p.applied, lastEnd: p.lastEnd, success: p.success, progress: prog}
 	for i := 1; i <= p.n; i++ {
 		s.ticks = append(s.ticks, p.ring[(p.next-i+len(p.ring))%len(p.ring)])
 	}
@@ -267,6 +270,10 @@ func (p *Page) status(s snapshot, page int) *Status {
 		Progress: Progress{Started: s.progress.Started, Finished: s.progress.Finished, Running: s.progress.Running},
 		Ticks:    make([]Tick, 0, len(s.ticks)),
 		Objects:  p.objectPage(s.objects.list(), page),
+	}
+	if sus := s.suspension; sus.Active(s.now) {
+		st.Suspension = &Suspension{Until: sus.Until.UTC(), RemainingSeconds: sus.Until.Sub(s.now).Round(time.Second).Seconds(),
+			Reason: sus.Reason, By: sus.By}
 	}
 	if !s.lastEnd.IsZero() {
 		last := s.lastEnd.UTC()

@@ -55,6 +55,8 @@ var contrasts = []contrast{
 	{"converged", colConvergedText, colConvergedTint},
 	{"applied", colAppliedText, colAppliedTint},
 	{"out_of_sync", colOutOfSyncText, colOutOfSyncTint},
+	{"suspended banner", colText, colOutOfSyncTint},
+	{"suspended banner, muted", colMuted, colOutOfSyncTint},
 	{"failed", colFailedText, colFailedTint},
 	{"phase read", colPhaseRead, colBackground},
 	{"phase observe", colPhaseObserve, colBackground},
@@ -93,4 +95,5 @@ thead th{background:PANEL;font-weight:600}.n{text-align:right}.m{color:MUTED}
 .h-current,.h-healthy{color:HGOOD}.h-in_progress,.h-progressing{color:HPROG}.h-failed,.h-degraded{color:HBAD}.h-unknown,.h-terminating{color:HUNK}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 nav{margin:8px 0}nav a,nav span{margin-right:12px}
+.banner{margin:4px 0 8px;padding:6px 10px;background:OOSB;border-left:4px solid OOST}
 `))

@@ -25,6 +25,9 @@ type Status struct {
 	// Chart is the Helm chart the last revision read rendered, when --path
 	// holds one.
 	Chart *Chart `json:"chart,omitempty"`
+	// Suspension is the operator's suspension the last tick found in
+	// force: the loop writes, prunes and heals nothing until it ends.
+	Suspension *Suspension `json:"suspension,omitempty"`
 
 	// Revision is the commit the last tick that resolved one read;
 	// AppliedRevision the one the last tick that ran every phase without
@@ -51,6 +54,15 @@ type Status struct {
 	// Objects is one page (?page=N) of the objects of the last health
 	// assessment.
 	Objects Objects `json:"objects"`
+}
+
+// Suspension is an operator's suspension: who, why, and until when (the
+// loop then resumes by itself).
+type Suspension struct {
+	Until            time.Time `json:"until"`
+	RemainingSeconds float64   `json:"remaining_seconds"`
+	Reason           string    `json:"reason"`
+	By               string    `json:"by"`
 }
 
 // Chart names a Helm chart: its name and version (Chart.yaml) and the

@@ -36,6 +36,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 
 {{define "index"}}{{template "head" .}}<header>
 <h1>recond: {{.S.Namespace}}/{{.S.Instance}}</h1>
+{{- with .S.Suspension}}
+<p id="suspended" class="banner" role="status"><strong>Suspended</strong> by <span id="suspended-by">{{.By}}</span>: <span id="suspend-reason">{{.Reason}}</span>. Ticks read, diff and report, and write, prune and heal nothing until <time id="suspended-until" datetime="{{rfc .Until}}">{{rfc .Until}}</time> ({{dur .RemainingSeconds}} left); then the loop resumes by itself. <span class="m">recond resume ends it sooner.</span></p>{{end}}
 <dl>
 <div><dt>Namespace</dt><dd>{{.S.Namespace}}</dd></div>
 <div><dt>Instance</dt><dd>{{.S.Instance}}</dd></div>

@@ -70,6 +70,9 @@ type app struct {
 	events *events.Observer
 	// syncAPI serves POST /api/v1/sync (nil without --sync-token-file).
 	syncAPI *syncAPI
+	// suspendAPI serves POST /api/v1/suspend and /api/v1/resume (nil
+	// without --sync-token-file).
+	suspendAPI *suspendAPI
 	// webhook serves POST /hooks/git (nil without --webhook-secret-file).
 	webhook http.Handler
 	// page is the status page and the tick states (recond run only).
@@ -239,6 +242,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 			return nil, err
 		}
 		a.syncAPI = newSyncAPI(token, a.rec.Request, log)
+		a.suspendAPI = &suspendAPI{auth: a.syncAPI, rec: a.rec}
 	}
 	log.Info("recond starting", "version", version, "repo", src.DisplayURL(), "ref", o.ref, "path", o.path,
 		"interval", o.interval.String(), "observe", o.observe, "health_timeout", o.rec.HealthTimeout.String(), "health_rules", o.healthRules != "", "prune", o.rec.Prune, "self_heal", o.rec.SelfHeal, "dry_run", o.rec.DryRun)
@@ -451,6 +455,11 @@ func (a *app) handler() http.Handler {
 	}
 	if a.syncAPI != nil {
 		mux.Handle("POST /api/v1/sync", a.traced("POST /api/v1/sync", leading(a.leading, a.syncAPI)))
+	}
+	if a.suspendAPI != nil {
+		// Any process: the suspension is written where the leader reads it.
+		mux.Handle("POST /api/v1/suspend", a.traced("POST /api/v1/suspend", a.suspendAPI.handler(false)))
+		mux.Handle("POST /api/v1/resume", a.traced("POST /api/v1/resume", a.suspendAPI.handler(true)))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		// Alive is not the same as ticks succeeding (/readyz, the alerts):

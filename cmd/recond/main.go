@@ -28,6 +28,9 @@ Usage:
   recond diff     read, observe and diff; exit 0 no difference, 1 differences, 2 error
   recond trigger  ask a running recond for a tick now (--url, --token-file; --wait for its outcome)
   recond status   print a running recond's status page as a table (--url)
+  recond suspend  stop a running recond from writing, pruning and healing (--url, --token-file,
+                  --reason; --for, default --suspend-max): it still reads, diffs and reports
+  recond resume   end a suspension (--url, --token-file)
   recond alerts   print the Prometheus alerting rules (--stall-intervals N, --selector, --runbook-base,
                   --prometheus-rule for a PrometheusRule object)
   recond version  print the version
@@ -72,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return trigger(ctx, args, stdout, stderr)
 	case "status":
 		return printStatus(ctx, args, stdout, stderr)
+	case "suspend", "resume":
+		return suspendCommand(ctx, cmd == "resume", args, stdout, stderr)
 	case "run", "sync", "diff":
 	default:
 		fmt.Fprintf(stderr, "recond: unknown command %q\n\n%s", cmd, usage)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,6 +19,7 @@ import (
 // the shipped rules (generated for that interval).
 type monitored struct {
 	ns   string
+	url  string // recond's listen address, as http://host:port
 	repo *testenv.Repo
 	down *atomic.Bool // true: the Git server answers 503
 	prom *testenv.Prometheus
@@ -49,10 +51,12 @@ func startMonitored(t *testing.T, files map[string]string, flags ...string) *mon
 	cfg.StalledFor, cfg.NotTickingFor, cfg.PhaseFailingFor = 2*time.Second, 2*time.Second, 2*time.Second
 	cfg.DriftFor, cfg.ObserveSlowFor, cfg.TargetMissingFor = 10*time.Second, 10*time.Second, 10*time.Second
 	cfg.DegradedFor, cfg.RevisionNotHealthyFor = 4*time.Second, time.Second
+	cfg.SuspendedFor, cfg.SuspendEndingWithin, cfg.SuspendEndingFor = 2*time.Second, 30*time.Minute, time.Second
 	rules, err := alerts.YAML(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.url = "http://" + r.addr
 	m.prom = testenv.StartPrometheus(t, r.addr, m.ns, string(rules))
 	return m
 }
@@ -198,5 +202,56 @@ func TestHealthAlertsWithRealPrometheus(t *testing.T) {
 		t.Errorf("HealthDegraded Events %v, want one on Deployment/web", degraded)
 	}
 	rollout(t, m.ns, testenv.RolledOut)
+	m.waitFor(t, "resolved", func(as []testenv.Alert) bool { return len(as) == 0 })
+}
+
+// The suspension's alerts, evaluated by a real Prometheus scraping a real
+// recond: a suspension of an hour fires RecondSuspended at severity info;
+// while suspended, a repository that goes down fails the read phase
+// (RecondPhaseFailing) but does not fire RecondReconcileStalled; a
+// suspension that ends within SuspendEndingWithin (30m here) fires the
+// warning; resumed, with the repository back, everything resolves.
+func TestSuspendAlertsWithRealPrometheus(t *testing.T) {
+	token := writeFile(t, "token", "t0ken")
+	m := startMonitored(t, map[string]string{"cm.yaml": cmYAML}, "--sync-token-file", token)
+	suspend := func(d string) {
+		t.Helper()
+		var out, errOut strings.Builder
+		if code := suspendCommand(context.Background(), false, []string{"--url", m.url, "--token-file", token, "--reason", "alert test", "--for", d}, &out, &errOut); code != 0 {
+			t.Fatalf("recond suspend --for %s: exit %d, %s", d, code, errOut.String())
+		}
+	}
+	suspend("1h")
+	m.waitFor(t, "RecondSuspended info", func(as []testenv.Alert) bool {
+		return firing(as, "RecondSuspended", map[string]string{"namespace": m.ns, "severity": "info"})
+	})
+
+	m.down.Store(true)
+	as := m.waitFor(t, "read failing while suspended", func(as []testenv.Alert) bool {
+		return firing(as, "RecondPhaseFailing", map[string]string{"namespace": m.ns, "phase": "read"})
+	})
+	// Long enough for the stall alert to fire were the instance not
+	// suspended: 3 intervals (6 s) and its for (2 s), twice over.
+	for quiet := time.Now().Add(16 * time.Second); time.Now().Before(quiet); time.Sleep(500 * time.Millisecond) {
+		as = m.alerts(t)
+		if firing(as, "RecondReconcileStalled", nil) {
+			t.Fatalf("RecondReconcileStalled fired for a suspended instance: %s", describe(as))
+		}
+	}
+	if !firing(as, "RecondSuspended", map[string]string{"severity": "info"}) {
+		t.Errorf("RecondSuspended info resolved while suspended: %s", describe(as))
+	}
+
+	suspend("10m")
+	m.waitFor(t, "RecondSuspended warning", func(as []testenv.Alert) bool {
+		return firing(as, "RecondSuspended", map[string]string{"namespace": m.ns, "severity": "warning"}) &&
+			!firing(as, "RecondSuspended", map[string]string{"severity": "info"})
+	})
+
+	var out, errOut strings.Builder
+	if code := suspendCommand(context.Background(), true, []string{"--url", m.url, "--token-file", token}, &out, &errOut); code != 0 {
+		t.Fatalf("recond resume: exit %d, %s", code, errOut.String())
+	}
+	m.down.Store(false)
 	m.waitFor(t, "resolved", func(as []testenv.Alert) bool { return len(as) == 0 })
 }

@@ -322,11 +322,57 @@ func demo(recondBin, examples, chart string, interval time.Duration) error {
 		return fmt.Errorf("recond trigger: %w", err)
 	}
 	fmt.Printf("asked, served and reported in %s, on a %s interval\n", time.Since(start).Round(time.Millisecond), interval)
+	say("incident: recond suspend --reason ... --for 1h stops the loop's writes, so that a manual fix stays (docs/operations.md)")
+	sus := exec.Command(recondBin, "suspend", "--url", "http://"+addr, "--token-file", tokenFile,
+		"--reason", "incident 7: web hand-scaled to 5", "--for", "1h", "--by", "demo")
+	sus.Stdout, sus.Stderr = os.Stdout, os.Stderr
+	if err := sus.Run(); err != nil {
+		return fmt.Errorf("recond suspend: %w", err)
+	}
+	if err := waitTick("suspended_by=demo"); err != nil {
+		return err
+	}
+	if err := scale(ctx, cs, ns, 5); err != nil {
+		return err
+	}
+	line, err = tickLine("outcome=out_of_sync")
+	if err != nil {
+		return err
+	}
+	d, err = cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("a tick (trigger=%s) finds the difference: outcome=out_of_sync, nothing written; Deployment/web keeps its %d replicas\n",
+		field(line, "trigger"), *d.Spec.Replicas)
+	if err := printMetrics("http://"+addr+"/metrics", "recond_suspended", "recond_suspended_until_timestamp_seconds"); err != nil {
+		return err
+	}
+	fmt.Printf("the status page shows a banner: who, why, until when (http://%s/)\n", addr)
 	say("recond status --url http://%s", addr)
 	st := exec.Command(recondBin, "status", "--url", "http://"+addr)
 	st.Stdout, st.Stderr = os.Stdout, os.Stderr
 	if err := st.Run(); err != nil {
 		return fmt.Errorf("recond status: %w", err)
+	}
+	say("the fix would now go to Git; recond resume ends the suspension and the loop heals what differs")
+	res := exec.Command(recondBin, "resume", "--url", "http://"+addr, "--token-file", tokenFile, "--by", "demo")
+	res.Stdout, res.Stderr = os.Stdout, os.Stderr
+	if err := res.Run(); err != nil {
+		return fmt.Errorf("recond resume: %w", err)
+	}
+	if err := waitTick("outcome=applied"); err != nil {
+		return err
+	}
+	d, err = cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("resumed: Deployment/web has %d replicas again (Git says 2)\n", *d.Spec.Replicas)
+	for _, reason := range []string{"Suspended", "Resumed"} {
+		if err := printEvents(ctx, cs, ns, reason); err != nil {
+			return err
+		}
 	}
 
 	say("Events: one per state transition (kubectl get events -n %s), none for a converged tick", ns)
@@ -394,7 +440,7 @@ func demo(recondBin, examples, chart string, interval time.Duration) error {
 	if err := chartStep(ctx, cs, recondBin, chart, work, kubeconfig); err != nil {
 		return err
 	}
-	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, survived a crash and held a Helm chart; every later tick is converged")
+	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, stood still while suspended, survived a crash and held a Helm chart; every later tick is converged")
 	return nil
 }
 

@@ -203,6 +203,35 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryR
 	return out, nil
 }
 
+// ApplyAs server-side applies obj as manager (not recond's own field
+// manager: what it sets is never removed by recond's applies), forcing
+// conflicts.
+func (c *Client) ApplyAs(ctx context.Context, obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+	ri, _, err := c.resource(obj.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	out, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: manager, Force: true})
+	if err != nil {
+		return nil, fmt.Errorf("apply %s/%s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return out, nil
+}
+
+// MergePatch applies a JSON merge patch (RFC 7386: a null removes a key)
+// to one object, as manager.
+func (c *Client) MergePatch(ctx context.Context, gvk schema.GroupVersionKind, name string, patch []byte, manager string) (*unstructured.Unstructured, error) {
+	ri, _, err := c.resource(gvk)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ri.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: manager})
+	if err != nil {
+		return nil, fmt.Errorf("patch %s/%s: %w", gvk.Kind, name, err)
+	}
+	return out, nil
+}
+
 // Delete deletes one object with background propagation. uid, when set, is a
 // precondition: an object re-created since it was observed is left alone.
 // An object already gone is not an error.

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"recond.dev/recond/reconcile"
+)
+
+// suspendRequest is the body of POST /api/v1/suspend.
+type suspendRequest struct {
+	// Reason is required: it is what whoever wonders why the loop does not
+	// write reads.
+	Reason string `json:"reason"`
+	// By is who suspends.
+	By string `json:"by,omitempty"`
+	// For is how long (a Go duration, "2h"); "" means --suspend-max.
+	For string `json:"for,omitempty"`
+}
+
+// resumeRequest is the body of POST /api/v1/resume.
+type resumeRequest struct {
+	By string `json:"by,omitempty"`
+}
+
+// suspendAnswer is the JSON of a 200 from POST /api/v1/suspend and
+// /api/v1/resume: the suspension now (none after a resume), and the tick
+// that will show it.
+type suspendAnswer struct {
+	Suspended  bool                  `json:"suspended"`
+	Suspension *reconcile.Suspension `json:"suspension,omitempty"`
+	Tick       uint64                `json:"tick"`
+	Status     string                `json:"status"`
+}
+
+// maxSuspendBody bounds the body of a suspend or resume request.
+const maxSuspendBody = 8 << 10
+
+// suspendAPI serves POST /api/v1/suspend and /api/v1/resume with the sync
+// token. Any process of the instance serves them, a standby too: the
+// suspension is written on the inventory ConfigMap, where the leader reads
+// it before it writes.
+type suspendAPI struct {
+	auth *syncAPI
+	rec  *reconcile.Reconciler
+}
+
+func (s *suspendAPI) handler(resume bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.auth.authorized(r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="recond"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "a valid bearer token is required (--sync-token-file)"})
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxSuspendBody+1))
+		if err != nil || len(body) > maxSuspendBody {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("a JSON body of at most %d bytes", maxSuspendBody)})
+			return
+		}
+		if len(bytes.TrimSpace(body)) == 0 {
+			body = []byte("{}")
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		var ans suspendAnswer
+		if resume {
+			var req resumeRequest
+			if err := dec.Decode(&req); err != nil {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
+				return
+			}
+			if err := s.rec.Resume(r.Context(), req.By); err != nil {
+				s.fail(w, err)
+				return
+			}
+		} else {
+			var req suspendRequest
+			if err := dec.Decode(&req); err != nil {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
+				return
+			}
+			var d time.Duration
+			if req.For != "" {
+				if d, err = time.ParseDuration(req.For); err != nil || d <= 0 {
+					writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("for: %q is not a positive duration (2h, 30m)", req.For)})
+					return
+				}
+			}
+			sus, err := s.rec.Suspend(r.Context(), req.By, req.Reason, d)
+			if err != nil {
+				s.fail(w, err)
+				return
+			}
+			ans.Suspended, ans.Suspension = true, sus
+		}
+		// A tick now shows it (the page, the metrics, the Event).
+		ans.Tick = s.rec.Request(reconcile.TriggerManual, trace.SpanContextFromContext(r.Context()))
+		ans.Status = fmt.Sprintf("/api/v1/ticks/%d", ans.Tick)
+		writeJSON(w, http.StatusOK, ans)
+	})
+}
+
+func (s *suspendAPI) fail(w http.ResponseWriter, err error) {
+	code := http.StatusServiceUnavailable
+	if errors.Is(err, reconcile.ErrSuspend) {
+		code = http.StatusBadRequest
+	}
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+// suspendCommand is `recond suspend` and `recond resume`: POST
+// /api/v1/suspend or /api/v1/resume to a running recond. It exits 0 when
+// done, 2 on any error.
+func suspendCommand(ctx context.Context, resume bool, args []string, stdout, stderr io.Writer) int {
+	name := "recond suspend"
+	if resume {
+		name = "recond resume"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "", "recond's --listen address, e.g. http://recond.team-a:8080 (required)")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token (recond's --sync-token-file) (required)")
+	by := fs.String("by", defaultAuthor(), "who, as the suspension and its Events name it")
+	var reason *string
+	var dur *time.Duration
+	if !resume {
+		reason = fs.String("reason", "", "why, in a few words that whoever finds the loop stopped will read (required)")
+		dur = fs.Duration("for", 0, "how long (default: recond's --suspend-max, 24h unless set otherwise); the loop resumes by itself at the end")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *url == "" || *tokenFile == "" || fs.NArg() > 0 || !resume && strings.TrimSpace(*reason) == "" {
+		req := "--url and --token-file are required"
+		if !resume {
+			req = "--url, --token-file and --reason are required"
+		}
+		fmt.Fprintf(stderr, "%s: %s, and it takes no arguments\n", name, req)
+		return 2
+	}
+	var body any = resumeRequest{By: *by}
+	path := "/api/v1/resume"
+	if !resume {
+		r := suspendRequest{Reason: *reason, By: *by}
+		if *dur != 0 {
+			r.For = dur.String()
+		}
+		body, path = r, "/api/v1/suspend"
+	}
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*url, "/")+path, bytes.NewReader(data))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	req.Header.Set("Content-Type", "application/json")
+	token, err := readSecretFile("--token-file", *tokenFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	req.Header.Set("Authorization", "Bearer "+string(token))
+	var ans suspendAnswer
+	if err := call(&http.Client{Timeout: 30 * time.Second}, req, http.StatusOK, &ans); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	if s := ans.Suspension; s != nil {
+		fmt.Fprintf(stdout, "suspended until %s (%s from now) by %s: %s\n", s.Until.Local().Format(time.RFC3339),
+			time.Until(s.Until).Round(time.Second), s.By, s.Reason)
+	} else {
+		fmt.Fprintln(stdout, "resumed: the next tick writes again")
+	}
+	return 0
+}
+
+// defaultAuthor is who runs the command: user@host.
+func defaultAuthor() string {
+	who := os.Getenv("USER")
+	if u, err := user.Current(); who == "" && err == nil {
+		who = u.Username
+	}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		if who == "" {
+			return host
+		}
+		return who + "@" + host
+	}
+	return who
+}

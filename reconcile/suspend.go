@@ -1,0 +1,330 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The annotations on an instance's inventory ConfigMap that hold its
+// suspension: one truth for every process of the instance (a restart, a
+// standby that takes over), for `recond suspend`, POST /api/v1/suspend and
+// `kubectl annotate` alike. The names are a contract.
+const (
+	// AnnotationSuspendedUntil is when the suspension ends by itself
+	// (RFC 3339). Missing, unreadable or further than --suspend-max away
+	// while another suspension annotation is set, it is written as
+	// --suspend-max from when recond first saw the suspension.
+	AnnotationSuspendedUntil = "recond.dev/suspended-until"
+	// AnnotationSuspendReason says why, in the operator's words.
+	AnnotationSuspendReason = "recond.dev/suspend-reason"
+	// AnnotationSuspendedBy says who.
+	AnnotationSuspendedBy = "recond.dev/suspended-by"
+)
+
+// suspendAnnotations are the annotations of a suspension.
+var suspendAnnotations = []string{AnnotationSuspendedUntil, AnnotationSuspendReason, AnnotationSuspendedBy}
+
+// DefaultSuspendMax is how long a suspension lasts at most (--suspend-max):
+// a loop is never stopped by oversight for longer.
+const DefaultSuspendMax = 24 * time.Hour
+
+// suspendManager is the field manager of the suspension's annotations: not
+// recond's own, so that recond's apply of the inventory never removes them.
+const suspendManager = "recond-suspend"
+
+// maxSuspendText bounds the reason and the author (an annotation is
+// meant to be read on one screen).
+const maxSuspendText = 1024
+
+// Suspension is an operator's stop of the loop's writes: while it lasts,
+// every tick still reads, observes, diffs and assesses health, and writes,
+// prunes and heals nothing.
+type Suspension struct {
+	// Until is when the suspension ends by itself.
+	Until time.Time `json:"until"`
+	// Reason and By are the operator's words: why, and who.
+	Reason string `json:"reason"`
+	By     string `json:"by"`
+}
+
+// Active reports whether the suspension is in force at now.
+func (s *Suspension) Active(now time.Time) bool { return s != nil && now.Before(s.Until) }
+
+func (s *Suspension) String() string {
+	if s == nil {
+		return "not suspended"
+	}
+	return fmt.Sprintf("suspended until %s by %s: %s", s.Until.UTC().Format(time.RFC3339), s.By, s.Reason)
+}
+
+// suspensionState is what a tick knows of the suspension, from the
+// inventory's annotations.
+type suspensionState struct {
+	// Active is the suspension in force (nil: none).
+	Active *Suspension
+	// Stale is set when the annotations need writing: a suspension that
+	// ended (removed), or one whose end was missing, unreadable or too far
+	// (written as Active.Until).
+	Stale bool
+	// Note says what was wrong with them, for the log.
+	Note string
+}
+
+// suspensionMemo remembers when this process first saw a suspension
+// without a readable end, so that its end does not move from tick to tick
+// until it is written.
+type suspensionMemo struct {
+	mu    sync.Mutex
+	first map[string]time.Time // by the annotations' values
+	// resumedBy is who resumed through Resume, for the next tick's Result.
+	resumedBy string
+	// timer wakes the loop when the suspension in force ends.
+	timerFor time.Time
+	timer    *time.Timer
+}
+
+// readSuspension reads the suspension from cm's annotations (cm nil: no
+// inventory, no suspension) at now, with max the longest a suspension may
+// last.
+func (m *suspensionMemo) read(cm *unstructured.Unstructured, now time.Time, max time.Duration) suspensionState {
+	var ann map[string]string
+	if cm != nil {
+		ann = cm.GetAnnotations()
+	}
+	until, hasUntil := ann[AnnotationSuspendedUntil]
+	reason, hasReason := ann[AnnotationSuspendReason]
+	by, hasBy := ann[AnnotationSuspendedBy]
+	if !hasUntil && !hasReason && !hasBy {
+		return suspensionState{}
+	}
+	s := &Suspension{Reason: strings.TrimSpace(reason), By: strings.TrimSpace(by)}
+	if s.Reason == "" {
+		s.Reason = "(no reason given)"
+	}
+	if s.By == "" {
+		s.By = "(unknown)"
+	}
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(until))
+	switch {
+	case err == nil && !now.Before(t):
+		// Ended: the annotations go.
+		return suspensionState{Stale: true}
+	case err == nil && t.Sub(now) <= max:
+		s.Until = t
+		return suspensionState{Active: s}
+	}
+	// No readable end, or one too far: --suspend-max from when this
+	// process first saw it, written back so that every process agrees.
+	key := until + "\x00" + reason + "\x00" + by
+	m.mu.Lock()
+	if m.first == nil {
+		m.first = map[string]time.Time{}
+	}
+	first, ok := m.first[key]
+	if !ok {
+		first = now
+		m.first[key] = now
+	}
+	m.mu.Unlock()
+	s.Until = first.Add(max).UTC().Truncate(time.Second)
+	note := fmt.Sprintf("%s %q is not an RFC 3339 time", AnnotationSuspendedUntil, until)
+	switch {
+	case !hasUntil:
+		note = AnnotationSuspendedUntil + " is missing"
+	case err == nil:
+		note = fmt.Sprintf("%s %s is further than --suspend-max (%s) away", AnnotationSuspendedUntil, until, max)
+	}
+	if !now.Before(s.Until) {
+		return suspensionState{Stale: true, Note: note}
+	}
+	return suspensionState{Active: s, Stale: true, Note: note + "; the suspension lasts --suspend-max"}
+}
+
+// suspension reads the suspension from the live inventory (the watch cache
+// when observing by watch: no request), for st.
+func (r *Reconciler) suspension(ctx context.Context, st *State, fresh bool) error {
+	var (
+		cm  *unstructured.Unstructured
+		err error
+	)
+	if fresh {
+		cm, err = r.getInventory(ctx)
+	} else {
+		cm, err = r.liveInventory(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	st.suspension = r.suspend.read(cm, time.Now(), r.suspendMax())
+	st.suspensionRead = true
+	return nil
+}
+
+func (r *Reconciler) suspendMax() time.Duration {
+	if r.cfg.SuspendMax > 0 {
+		return r.cfg.SuspendMax
+	}
+	return DefaultSuspendMax
+}
+
+// settleSuspension writes what the tick found stale in the suspension's
+// annotations: an ended suspension's are removed, a missing or unreadable
+// end is written. It is part of the apply phase: a dry run writes nothing.
+func (r *Reconciler) settleSuspension(ctx context.Context, st *State) error {
+	if !st.suspension.Stale || r.cfg.DryRun {
+		return nil
+	}
+	if err := r.mayWrite(); err != nil {
+		return err
+	}
+	ann := map[string]any{}
+	if s := st.suspension.Active; s != nil {
+		ann[AnnotationSuspendedUntil] = s.Until.UTC().Format(time.RFC3339)
+		r.log.WarnContext(ctx, "suspension annotations corrected", "note", st.suspension.Note, "until", ann[AnnotationSuspendedUntil])
+	} else {
+		for _, a := range suspendAnnotations {
+			ann[a] = nil
+		}
+		r.log.InfoContext(ctx, "suspension ended: its annotations removed", "note", st.suspension.Note)
+	}
+	if err := r.patchInventoryAnnotations(ctx, ann); err != nil {
+		return err
+	}
+	st.suspension.Stale = false
+	return nil
+}
+
+// patchInventoryAnnotations merges ann (a nil value removes one) into the
+// inventory ConfigMap's annotations.
+func (r *Reconciler) patchInventoryAnnotations(ctx context.Context, ann map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return err
+	}
+	if _, err := r.kube.MergePatch(ctx, configMapGVK, inventoryName(r.cfg.Name), patch, suspendManager); err != nil {
+		return fmt.Errorf("write the suspension on the inventory: %w", err)
+	}
+	return nil
+}
+
+// ErrSuspend is a request to suspend that cannot be taken as given (no
+// reason, a duration over --suspend-max).
+var ErrSuspend = errors.New("bad suspension")
+
+// Suspend suspends the instance for d (0: --suspend-max), by by, for
+// reason, writing the annotations on its inventory ConfigMap (created when
+// missing). The next tick writes nothing; call Request for it to come at
+// once.
+func (r *Reconciler) Suspend(ctx context.Context, by, reason string, d time.Duration) (*Suspension, error) {
+	reason, by = strings.TrimSpace(reason), strings.TrimSpace(by)
+	max := r.suspendMax()
+	switch {
+	case reason == "":
+		return nil, fmt.Errorf("%w: a reason is required (it is shown to whoever wonders why the loop does not write)", ErrSuspend)
+	case len(reason) > maxSuspendText || len(by) > maxSuspendText || !utf8.ValidString(reason) || !utf8.ValidString(by):
+		return nil, fmt.Errorf("%w: reason and author are UTF-8 text of at most %d bytes", ErrSuspend, maxSuspendText)
+	case d < 0:
+		return nil, fmt.Errorf("%w: a negative duration", ErrSuspend)
+	case d > max:
+		return nil, fmt.Errorf("%w: %s is longer than --suspend-max (%s)", ErrSuspend, d, max)
+	case d == 0:
+		d = max
+	}
+	if by == "" {
+		by = "(unknown)"
+	}
+	s := &Suspension{Until: time.Now().Add(d).UTC().Truncate(time.Second), Reason: reason, By: by}
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata": map[string]any{
+			"name":      inventoryName(r.cfg.Name),
+			"namespace": r.cfg.Namespace,
+			"labels":    map[string]any{LabelInventory: r.cfg.Name},
+			"annotations": map[string]any{
+				AnnotationSuspendedUntil: s.Until.Format(time.RFC3339),
+				AnnotationSuspendReason:  reason,
+				AnnotationSuspendedBy:    by,
+			},
+		},
+	}}
+	if _, err := r.kube.ApplyAs(ctx, cm, suspendManager); err != nil {
+		return nil, fmt.Errorf("write the suspension on the inventory: %w", err)
+	}
+	r.log.InfoContext(ctx, "suspended", "by", by, "reason", reason, "until", s.Until.Format(time.RFC3339))
+	return s, nil
+}
+
+// Resume ends the instance's suspension, by by: the annotations are
+// removed. Resuming an instance that is not suspended is not an error.
+func (r *Reconciler) Resume(ctx context.Context, by string) error {
+	by = strings.TrimSpace(by)
+	if len(by) > maxSuspendText || !utf8.ValidString(by) {
+		return fmt.Errorf("%w: the author is UTF-8 text of at most %d bytes", ErrSuspend, maxSuspendText)
+	}
+	cm, err := r.getInventory(ctx)
+	if err != nil {
+		return err
+	}
+	if cm == nil || r.suspend.read(cm, time.Now(), r.suspendMax()).Active == nil && !hasSuspendAnnotations(cm) {
+		return nil
+	}
+	ann := map[string]any{}
+	for _, a := range suspendAnnotations {
+		ann[a] = nil
+	}
+	if err := r.patchInventoryAnnotations(ctx, ann); err != nil {
+		return err
+	}
+	if by == "" {
+		by = "(unknown)"
+	}
+	r.suspend.mu.Lock()
+	r.suspend.resumedBy = by
+	r.suspend.mu.Unlock()
+	r.log.InfoContext(ctx, "resumed", "by", by)
+	return nil
+}
+
+func hasSuspendAnnotations(cm *unstructured.Unstructured) bool {
+	ann := cm.GetAnnotations()
+	for _, a := range suspendAnnotations {
+		if _, ok := ann[a]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// takeResumedBy returns who resumed through Resume since the last call.
+func (m *suspensionMemo) takeResumedBy() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	by := m.resumedBy
+	m.resumedBy = ""
+	return by
+}
+
+// wakeAt has trigger called at until (once per until): a suspension's end
+// is a tick of its own, whatever the interval.
+func (m *suspensionMemo) wakeAt(until time.Time, trigger func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.timerFor.Equal(until) {
+		return
+	}
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	m.timerFor = until
+	// A moment after the end, so that the tick finds it ended.
+	m.timer = time.AfterFunc(time.Until(until)+100*time.Millisecond, trigger)
+}
