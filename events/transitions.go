@@ -44,6 +44,10 @@ const (
 	// ReasonRecovered (Normal, on the inventory): the first successful tick
 	// after a streak of failed ones.
 	ReasonRecovered = "Recovered"
+	// ReasonOrphaned (Normal, on the object): it left Git with
+	// recond.dev/prune: disabled, so recond removed its labels instead of
+	// deleting it.
+	ReasonOrphaned = "Orphaned"
 	// ReasonSuspended (Warning, on the inventory): an operator suspended
 	// the loop (or changed the suspension); the note says who, why and
 	// until when.
@@ -57,7 +61,7 @@ const (
 // pre-initialised.
 var Reasons = []string{
 	ReasonCreated, ReasonUpdated, ReasonPruned, ReasonApplyFailed, ReasonHealthDegraded, ReasonHealthRecovered,
-	ReasonRevisionApplied, ReasonRevisionHealthy, ReasonTickFailed, ReasonRecovered, ReasonSuspended, ReasonResumed,
+	ReasonRevisionApplied, ReasonRevisionHealthy, ReasonTickFailed, ReasonRecovered, ReasonSuspended, ReasonResumed, ReasonOrphaned,
 }
 
 // The actions of recond's Events (what recond was doing).
@@ -213,6 +217,10 @@ func (t *Transitions) writes(r *reconcile.Result) []Intent {
 			out = append(out, t.about(op.Ref(), corev1.EventTypeNormal, ReasonPruned, ActionPrune,
 				"pruned: not in Git"+t.atRevision(r.Revision)))
 		}
+	}
+	for _, ref := range r.Orphaned {
+		out = append(out, t.about(ref, corev1.EventTypeNormal, ReasonOrphaned, ActionPrune,
+			"orphaned, not deleted: it left Git with recond.dev/prune: disabled; recond's labels removed, it is no longer managed"+t.atRevision(r.Revision)))
 	}
 	// A tick whose apply phase ran without failing clears the objects it no
 	// longer fails: they are in Git's state, so a later failure is news.

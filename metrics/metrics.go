@@ -47,6 +47,9 @@ type Metrics struct {
 	// generatedOnce is how many desired objects a chart's key or
 	// certificate maker made part of, at the last tick that read Git.
 	generatedOnce prometheus.Gauge
+	// skipped is how many objects the per-object opt-outs held back at the
+	// last tick whose diff ran, by reason (reconcile.SkipReasons).
+	skipped *prometheus.GaugeVec
 	// suspended is 1 while an operator's suspension is in force (the last
 	// tick wrote nothing), else 0; suspendedUntil is when it ends by
 	// itself (0: not suspended).
@@ -185,6 +188,10 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Namespace: Namespace, Name: "generated_once_resources",
 			Help: "Desired objects with fields that a chart's key or certificate maker (or a random salt) made, at the last tick that read Git: written at creation, live values kept after that.",
 		}),
+		skipped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "skipped_resources",
+			Help: "Objects a per-object opt-out held back at the last tick whose diff ran, by reason: reconcile_disabled (recond.dev/reconcile: disabled), create_only (an update not made), prune_disabled (orphaned instead of deleted), ignore_fields (fields neither compared nor sent).",
+		}, []string{"reason"}),
 		suspended: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "suspended",
 			Help: "1 while an operator's suspension is in force (recond suspend, or the recond.dev/suspended-until annotation of the inventory ConfigMap): ticks read, observe, diff and assess health, and write, prune and heal nothing; else 0.",
@@ -293,12 +300,15 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		}, []string{"version", "goversion"}),
 		now: time.Now,
 	}
-	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.superseded, m.generatedOnce, m.suspended, m.suspendedUntil, m.panics, m.lastTick, m.lastSuccess,
+	reg.MustRegister(m.ticks, m.tickDuration, m.phaseDuration, m.phaseFailures, m.stalls, m.superseded, m.generatedOnce, m.skipped, m.suspended, m.suspendedUntil, m.panics, m.lastTick, m.lastSuccess,
 		m.interval, m.managed, m.drifted, m.terminating, m.equivalent, m.leader, m.leaseFailures, m.triggers, m.healLatency, m.conflicts, m.observeCalls, m.observeSyncWait, m.cacheAge, m.watchRestarts,
 		m.resourcesHealth, m.healthStatus, m.revisionApplied, m.revisionHealthy, m.healthTimeout, m.events, m.webhooks, m.operations, m.sourceInfo, m.buildInfo)
 
 	for _, o := range reconcile.Outcomes {
 		m.ticks.WithLabelValues(string(o))
+	}
+	for _, why := range reconcile.SkipReasons {
+		m.skipped.WithLabelValues(string(why))
 	}
 	for _, p := range reconcile.Phases {
 		m.phaseDuration.WithLabelValues(string(p))
@@ -419,6 +429,13 @@ func (m *Metrics) TickEnd(ctx context.Context, r *reconcile.Result) {
 		ran[p.Phase] = p.Err == nil
 	}
 	if ran[reconcile.PhaseDiff] {
+		by := map[reconcile.SkipReason]int{}
+		for _, s := range r.Skipped {
+			by[s.Reason]++
+		}
+		for _, why := range reconcile.SkipReasons {
+			m.skipped.WithLabelValues(string(why)).Set(float64(by[why]))
+		}
 		m.drifted.Set(float64(r.Counts.Drifted))
 		m.terminating.Set(float64(r.Counts.Terminating))
 	}

@@ -336,6 +336,9 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 			return writeFailed(st, err)
 		}
 	}
+	if err := r.orphan(ctx, st, owned); err != nil {
+		return err
+	}
 	next := nextInventory(st, owned)
 	if err := r.saveInventory(ctx, next); err != nil {
 		return err
@@ -345,6 +348,34 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 	// Post-hooks run once the revision was applied in full and a tick
 	// found it healthy.
 	return r.hooksAfter(ctx, st)
+}
+
+// orphan removes recond's labels and provenance annotations from the owned
+// objects that left Git with recond.dev/prune: disabled: they are no
+// longer recond's, and never pruned.
+func (r *Reconciler) orphan(ctx context.Context, st *State, owned map[string]bool) error {
+	for _, l := range st.Orphans {
+		if err := st.stopped(); err != nil {
+			return err
+		}
+		if err := r.mayWrite(); err != nil {
+			return err
+		}
+		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(l.GetKind()), attribute.String("k8s.name", l.GetName()), attribute.String("recond.action", "orphan"))
+		_, err := r.kube.MergePatch(octx, l.GroupVersionKind(), l.GetName(), orphanPatch, cluster.FieldManager)
+		endSpan(span, err)
+		if err != nil {
+			return fmt.Errorf("orphan %s/%s (recond.dev/prune: disabled): %w", l.GetKind(), l.GetName(), err)
+		}
+		st.wrote = true
+		r.equivalent.forget(l)
+		delete(owned, objectKey(l))
+		st.Orphaned = append(st.Orphaned, refOf(l))
+		st.Counts.Orphaned++
+		r.log.InfoContext(ctx, "orphaned: left Git with "+AnnotationPrune+": disabled; recond's labels removed, not deleted",
+			"kind", l.GetKind(), "name", l.GetName())
+	}
+	return nil
 }
 
 // writeFailed is the apply's error when a wave of writes (or prunes) ended

@@ -42,6 +42,7 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	opts := r.diffOptions()
 	r.equivalent.at(st.Revision)
 	desired, live := r.unsettled(st)
+	desired, live = st.optOuts(desired, live)
 	desired = keepGenerated(st, desired)
 	all := diff.Objects(desired, live, opts)
 	var foreign []string
@@ -87,6 +88,17 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 		if c.Action == diff.Delete && !r.cfg.Prune {
 			continue
 		}
+		if c.Action == diff.Delete && c.Live.GetAnnotations()[AnnotationPrune] == "disabled" {
+			// Left Git, never to be deleted: orphaned by apply.
+			st.Orphans = append(st.Orphans, c.Live)
+			st.skip(c.Live, SkipPruneDisabled, nil)
+			continue
+		}
+		if c.Action == diff.Update && c.Desired.GetAnnotations()[AnnotationApply] == "create-only" {
+			// Created when missing, never updated.
+			st.skip(c.Desired, SkipCreateOnly, nil)
+			continue
+		}
 		if c.Action == diff.Update && wholeGenerated(st.Generated[objectKey(c.Desired)]) {
 			// Made whole by a key or certificate maker: the live one stays.
 			continue
@@ -99,6 +111,7 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	}
 	st.Changes = changes
 	st.Counts.Drifted = len(changes)
+	st.Counts.Skipped = len(st.Skipped)
 	st.Counts.Terminating = len(st.Terminating)
 	st.Counts.Equivalent = len(st.Equivalent)
 	return nil

@@ -98,6 +98,16 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	if len(r.HooksWaiting) > 0 {
 		attrs = append(attrs, "hooks_waiting", joinList(r.HooksWaiting))
 	}
+	if len(r.Skipped) > 0 {
+		skipped := make([]string, len(r.Skipped))
+		for i, s := range r.Skipped {
+			skipped[i] = s.String()
+		}
+		attrs = append(attrs, "skipped", joinList(skipped))
+	}
+	if r.Counts.Orphaned > 0 {
+		attrs = append(attrs, "orphaned", r.Counts.Orphaned)
+	}
 	if s := r.Suspension; s != nil {
 		attrs = append(attrs, "suspended_until", s.Until.UTC().Format(time.RFC3339), "suspended_by", s.By)
 	}

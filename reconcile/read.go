@@ -35,7 +35,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			return err
 		}
 		st.Revision, st.Fetched = rev.SHA, st.Fetched || rev.Fetched
-		if cached, hooks, chart, once := r.renderOf(rev.SHA); cached != nil {
+		if cached, hooks, chart, once, ignored := r.renderOf(rev.SHA); cached != nil {
 			// The revision did not move: its render is reused, rendering being a
 			// function of the commit alone. Only the kinds' scope, which the
 			// server decides, is checked again.
@@ -43,7 +43,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			if err := r.checkScopes(cached); err != nil {
 				return err
 			}
-			st.Desired, st.Hooks, st.Chart, st.Generated = cached, hooks, chart, once
+			st.Desired, st.Hooks, st.Chart, st.Generated, st.Ignored = cached, hooks, chart, once, ignored
 			st.Counts.GeneratedOnce = len(once)
 			st.Counts.Desired = len(st.Desired)
 			return nil
@@ -149,6 +149,7 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	desired := make([]*unstructured.Unstructured, 0, len(manifests))
 	var hooks []*hook
 	var once map[string][][]string
+	ignored := map[string][]string{}
 	for _, m := range manifests {
 		obj := m.Object
 		gvk := obj.GroupVersionKind()
@@ -181,6 +182,13 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 			continue
 		}
 		decorate(obj, r.cfg.Name, st.Revision, sourceAnn)
+		ptrs, err := checkOptOuts(obj)
+		if err != nil {
+			return Invalidf("%s: %s: %v", m.File, id, err)
+		}
+		if len(ptrs) > 0 {
+			ignored[objectKey(obj)] = ptrs
+		}
 		desired = append(desired, obj)
 		if len(m.Generated) > 0 {
 			if once == nil {
@@ -189,25 +197,25 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 			once[objectKey(obj)] = m.Generated
 		}
 	}
-	st.Desired, st.Hooks, st.Generated = desired, hooks, once
+	st.Desired, st.Hooks, st.Generated, st.Ignored = desired, hooks, once, ignored
 	st.Counts.Desired, st.Counts.GeneratedOnce = len(desired), len(once)
 	// Only a render that passed every check is kept; the phases after read
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
 	r.mu.Lock()
-	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks, chart: st.Chart, once: once}
+	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks, chart: st.Chart, once: once, ignored: ignored}
 	r.mu.Unlock()
 	return nil
 }
 
 // renderOf is the kept render of sha (its objects and hooks), or nil.
-func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook, *source.Chart, map[string][][]string) {
+func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook, *source.Chart, map[string][][]string, map[string][]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rendered.sha == "" || r.rendered.sha != sha {
-		return nil, nil, nil, nil
+		return nil, nil, nil, nil, nil
 	}
-	return r.rendered.desired, r.rendered.hooks, r.rendered.chart, r.rendered.once
+	return r.rendered.desired, r.rendered.hooks, r.rendered.chart, r.rendered.once, r.rendered.ignored
 }
 
 // checkScopes checks that every kind of a reused render is still

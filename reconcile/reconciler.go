@@ -173,6 +173,7 @@ type renderCache struct {
 	hooks   []*hook
 	chart   *source.Chart
 	once    map[string][][]string
+	ignored map[string][]string
 }
 
 // New returns a Reconciler. Observers are called in order at starts and in
@@ -213,7 +214,16 @@ type State struct {
 	// chart's key or certificate maker made (source.Manifest.Generated):
 	// written at creation, live values kept after that.
 	Generated map[string][][]string
-	Desired   []*unstructured.Unstructured // decorated with recond's labels and annotations
+	// Ignored are, by objectKey, the JSON pointers of the fields that
+	// recond.dev/ignore-fields took out of desired objects.
+	Ignored map[string][]string
+	// Skipped are the objects the opt-outs held back; Orphans the owned
+	// objects to orphan instead of pruning (recond.dev/prune: disabled),
+	// and Orphaned those apply orphaned.
+	Skipped  []Skip
+	Orphans  []*unstructured.Unstructured
+	Orphaned []ObjectRef
+	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
 	Live      []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
 	Changes   []diff.Change                // create, update and delete only
 	unserved  []schema.GroupVersionKind    // inventory kinds the server does not serve now

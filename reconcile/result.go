@@ -212,6 +212,11 @@ type Counts struct {
 	// certificate maker (or a random salt) made part of: created when
 	// missing, never updated because their render cannot be repeated.
 	GeneratedOnce int
+	// Skipped is how many objects an opt-out annotation held back, in
+	// whole or in part (Result.Skipped lists them); Orphaned how many left
+	// Git with recond.dev/prune: disabled and lost recond's labels instead
+	// of being deleted.
+	Skipped, Orphaned int
 }
 
 // Written is how many objects the tick wrote (created, updated, pruned).
@@ -279,6 +284,11 @@ type Result struct {
 	// tick before ("" when nobody did: it ended by itself, or its
 	// annotations were removed).
 	ResumedBy string
+	// Skipped are the objects the per-object opt-outs held back (optout.go).
+	Skipped []Skip
+	// Orphaned are the objects that left Git with recond.dev/prune:
+	// disabled: not deleted, recond's labels removed.
+	Orphaned []ObjectRef
 }
 
 // Failure returns the error of the failed phase, or nil. A phase run aside

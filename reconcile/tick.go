@@ -135,6 +135,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
 	res.Rejected, res.RevisionApplied, res.Health = st.Rejected, st.RevisionApplied, st.Health
+	res.Skipped, res.Orphaned = st.Skipped, st.Orphaned
 	if s := st.suspension.Active; s.Active(time.Now()) {
 		res.Suspension = s
 		r.suspend.wakeAt(s.Until, func() { r.Trigger(TriggerInterval) })

@@ -130,6 +130,15 @@ func newRecord(r *reconcile.Result, traceID, traceURL string) *record {
 	d.Terminating = names(r.Terminating)
 	d.Equivalent = names(r.Equivalent)
 	d.BackingOff = names(r.BackingOff)
+	for i, sk := range r.Skipped {
+		if i == MaxChanges {
+			break
+		}
+		d.Skipped = append(d.Skipped, sk.String())
+	}
+	for _, o := range r.Orphaned {
+		d.Orphaned = append(d.Orphaned, o.String())
+	}
 	rec.Detail = d
 	rec.Bars, rec.Label = gantt(r)
 	rec.Head, rec.Tail = fragment("rowhead", rec), fragment("rowtail", rec)

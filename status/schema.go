@@ -207,6 +207,11 @@ type TickDetail struct {
 	Terminating []string `json:"terminating,omitempty"`
 	Equivalent  []string `json:"equivalent,omitempty"`
 	BackingOff  []string `json:"backing_off,omitempty"`
+	// Skipped are the objects a per-object opt-out held back: "Kind/name
+	// (reason)" or "Kind/name (ignore_fields: /pointer,...)"; Orphaned
+	// those that left Git with recond.dev/prune: disabled.
+	Skipped  []string `json:"skipped,omitempty"`
+	Orphaned []string `json:"orphaned,omitempty"`
 }
 
 // Change is one object the diff phase found different.

@@ -157,7 +157,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 <h2 id="rejected">Refused by the validating dry run</h2>
 {{template "ops" $t.Rejected}}
 {{- end}}
-{{- if or $t.Terminating $t.Equivalent $t.BackingOff}}
+{{- if or $t.Terminating $t.Equivalent $t.BackingOff $t.Skipped $t.Orphaned}}
 <h2>Objects left alone</h2>
 <ul>
 {{- range $t.Terminating}}
@@ -166,6 +166,10 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 <li>{{.}}: the server showed applying it changes nothing</li>{{end}}
 {{- range $t.BackingOff}}
 <li>{{.}}: self-heal backing off (another manager keeps changing it)</li>{{end}}
+{{- range $t.Skipped}}
+<li>{{.}}: skipped by its opt-out annotation</li>{{end}}
+{{- range $t.Orphaned}}
+<li>{{.}}: orphaned, not deleted (recond.dev/prune: disabled)</li>{{end}}
 </ul>
 {{- end}}
 </main>

@@ -514,6 +514,8 @@ func exitCode(r *reconcile.Result) int {
 type diffJSON struct {
 	Revision string       `json:"revision"`
 	Changes  []changeJSON `json:"changes"`
+	// Skipped are the objects a per-object opt-out holds back.
+	Skipped []reconcile.Skip `json:"skipped,omitempty"`
 }
 
 type changeJSON struct {
@@ -532,7 +534,7 @@ func (a *app) diff(ctx context.Context, stdout io.Writer) int {
 		return 2
 	}
 	if a.opts.output == "json" {
-		out := diffJSON{Revision: r.Revision, Changes: []changeJSON{}}
+		out := diffJSON{Revision: r.Revision, Changes: []changeJSON{}, Skipped: r.Skipped}
 		for _, c := range r.Changes {
 			out.Changes = append(out.Changes, changeJSON{Kind: c.Kind, Name: c.Name, Action: c.Action, Fields: c.Fields})
 		}
@@ -545,6 +547,9 @@ func (a *app) diff(ctx context.Context, stdout io.Writer) int {
 	} else {
 		for _, c := range r.Changes {
 			fmt.Fprintln(stdout, strings.TrimRight(c.String(), "\n"))
+		}
+		for _, s := range r.Skipped {
+			fmt.Fprintln(stdout, "skipped "+s.String())
 		}
 	}
 	if len(r.Changes) > 0 {
