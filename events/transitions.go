@@ -44,6 +44,10 @@ const (
 	// ReasonRecovered (Normal, on the inventory): the first successful tick
 	// after a streak of failed ones.
 	ReasonRecovered = "Recovered"
+	// ReasonRecreated (Normal, on the object): recond deleted it and
+	// created it anew, as a change to an immutable field asked
+	// (recond.dev/force: recreate).
+	ReasonRecreated = "Recreated"
 	// ReasonOrphaned (Normal, on the object): it left Git with
 	// recond.dev/prune: disabled, so recond removed its labels instead of
 	// deleting it.
@@ -61,7 +65,7 @@ const (
 // pre-initialised.
 var Reasons = []string{
 	ReasonCreated, ReasonUpdated, ReasonPruned, ReasonApplyFailed, ReasonHealthDegraded, ReasonHealthRecovered,
-	ReasonRevisionApplied, ReasonRevisionHealthy, ReasonTickFailed, ReasonRecovered, ReasonSuspended, ReasonResumed, ReasonOrphaned,
+	ReasonRevisionApplied, ReasonRevisionHealthy, ReasonTickFailed, ReasonRecovered, ReasonSuspended, ReasonResumed, ReasonOrphaned, ReasonRecreated,
 }
 
 // The actions of recond's Events (what recond was doing).
@@ -204,6 +208,11 @@ func (t *Transitions) writes(r *reconcile.Result) []Intent {
 			out = append(out, t.about(op.Ref(), corev1.EventTypeNormal, ReasonCreated, ActionApply,
 				"created"+t.atRevision(r.Revision)))
 		case diff.Update:
+			if op.Recreated {
+				out = append(out, t.about(op.Ref(), corev1.EventTypeNormal, ReasonRecreated, ActionApply,
+					"deleted and created anew: an immutable field changed (recond.dev/force: recreate)"+t.atRevision(r.Revision)))
+				continue
+			}
 			note := "drift corrected"
 			if !drift {
 				note = "revision " + short(r.Revision) + " applied"

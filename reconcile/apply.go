@@ -267,7 +267,13 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 	for _, wave := range waves(writes) {
 		results, err := r.inWave(ctx, st, wave, func(ctx context.Context, c diff.Change) outcome {
 			octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(c.Action)))
-			out, err := r.kube.Apply(octx, c.Desired, false)
+			var out *unstructured.Unstructured
+			var err error
+			if st.recreating(c.Desired) {
+				out, err = r.recreate(octx, c)
+			} else {
+				out, err = r.kube.Apply(octx, c.Desired, false)
+			}
 			endSpan(span, err)
 			return outcome{out: out, err: err}
 		})
@@ -277,7 +283,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 			}
 			c := wave[i]
 			op := Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took,
-				APIVersion: c.Desired.GetAPIVersion(), Fields: fieldPaths(c)}
+				APIVersion: c.Desired.GetAPIVersion(), Fields: fieldPaths(c), Recreated: st.recreating(c.Desired)}
 			switch {
 			case o.out != nil:
 				op.UID, op.ResourceVersion = o.out.GetUID(), o.out.GetResourceVersion()
@@ -458,6 +464,29 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 	if errors.Is(err, errStopped) {
 		return nil, err
 	}
+	// A refusal of an immutable field is reason immutable, or, with
+	// recond.dev/force: recreate, a recreate rather than an update.
+	refusals := 0
+	for i, c := range check {
+		if !results[i].ran || results[i].err == nil {
+			continue
+		}
+		ierr, recreate := immutable(c, results[i].err)
+		if recreate {
+			results[i].err = nil
+			st.recreate(c.Desired)
+			continue
+		}
+		results[i].err = ierr
+		refusals++
+	}
+	if refusals == 0 && err != nil && !errors.Is(err, errStopped) {
+		var rej *RejectedError
+		if errors.As(err, &rej) || refused(err) {
+			// Every refusal was a recreate.
+			err = nil
+		}
+	}
 	if err != nil || len(local) > 0 {
 		dry := make(map[*unstructured.Unstructured]outcome, len(check))
 		for i, c := range check {
@@ -489,7 +518,7 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 	}
 	kept := writes[:0:0]
 	for _, c := range writes {
-		if c.Action == diff.Update && len(diff.Equivalent(out[c.Desired], c.Live, opts)) == 0 {
+		if c.Action == diff.Update && !st.recreating(c.Desired) && len(diff.Equivalent(out[c.Desired], c.Live, opts)) == 0 {
 			r.equivalent.remember(c.Desired, c.Live, verdictServer)
 			st.dropChange(c)
 			st.Equivalent = append(st.Equivalent, c.Kind+"/"+c.Name)

@@ -30,6 +30,7 @@ func Classify(err error) Reason {
 		src    *source.Error
 		noKind *meta.NoKindMatchError
 		hook   *HookError
+		immut  *ImmutableError
 	)
 	switch {
 	case err == nil:
@@ -42,6 +43,8 @@ func Classify(err error) Reason {
 			return ReasonHook
 		}
 		return Classify(hook.Err)
+	case errors.As(err, &immut):
+		return ReasonImmutable
 	case errors.As(err, &inv), errors.As(err, &man):
 		return ReasonInvalid
 	case errors.As(err, &sig):

@@ -78,6 +78,7 @@ func checkOptOuts(obj *unstructured.Unstructured) ([]string, error) {
 		{AnnotationReconcile, "disabled"},
 		{AnnotationApply, "create-only"},
 		{AnnotationPrune, "disabled"},
+		{AnnotationForce, "recreate"},
 	} {
 		if v, ok := ann[c.key]; ok && v != c.want && v != "" {
 			return nil, fmt.Errorf("annotation %s: %q is not a value recond knows (want %q)", c.key, v, c.want)

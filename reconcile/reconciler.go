@@ -252,6 +252,10 @@ type State struct {
 	suspension     suspensionState
 	suspensionRead bool
 
+	// recreates are the objects this tick's apply deletes and creates
+	// anew (recond.dev/force: recreate).
+	recreates *keySet
+
 	// inv is the inventory this tick works with (loadInventory).
 	inv *inventory
 	// byKey indexes Live (liveByKey).

@@ -45,12 +45,15 @@ const (
 	ReasonOther       Reason = "other"
 	// ReasonHook: a chart's hook failed or ran out of time (HookError).
 	ReasonHook Reason = "hook"
+	// ReasonImmutable: the API server refused a change to a field that
+	// cannot change once set (ImmutableError).
+	ReasonImmutable Reason = "immutable"
 )
 
 // Reasons lists every Reason, so that labelled series can be pre-initialised.
 var Reasons = []Reason{
 	ReasonAuth, ReasonForbidden, ReasonNotFound, ReasonInvalid,
-	ReasonConflict, ReasonTimeout, ReasonUnavailable, ReasonOther, ReasonHook,
+	ReasonConflict, ReasonTimeout, ReasonUnavailable, ReasonOther, ReasonHook, ReasonImmutable,
 }
 
 // Outcome is how a tick ended.
@@ -118,6 +121,10 @@ type Operation struct {
 	ResourceVersion string
 	// Fields are the paths of the fields an update changed (no values).
 	Fields []string
+	// Recreated is set on an update made by deleting the object and
+	// creating it anew (an immutable field changed; recond.dev/force:
+	// recreate).
+	Recreated bool
 }
 
 // Ref is the object the operation wrote.

@@ -203,6 +203,22 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryR
 	return out, nil
 }
 
+// DeleteForeground deletes one object, its dependents first (foreground
+// propagation), only while it has uid. An object already gone is not an
+// error.
+func (c *Client) DeleteForeground(ctx context.Context, gvk schema.GroupVersionKind, name string, uid types.UID) error {
+	ri, _, err := c.resource(gvk)
+	if err != nil {
+		return err
+	}
+	policy := metav1.DeletePropagationForeground
+	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}}
+	if err := ri.Delete(ctx, name, opts); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s/%s: %w", gvk.Kind, name, err)
+	}
+	return nil
+}
+
 // ApplyAs server-side applies obj as manager (not recond's own field
 // manager: what it sets is never removed by recond's applies), forcing
 // conflicts.
