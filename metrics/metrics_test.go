@@ -75,8 +75,8 @@ recond_resource_operations_total{action="update",result="success"} 0
 		"recond_ticks_total", "recond_resource_operations_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(reg, "recond_phase_failures_total"); n != 5*9 {
-		t.Errorf("recond_phase_failures_total has %d series, want 45 (5 phases x 9 reasons)", n)
+	if n := testutil.CollectAndCount(reg, "recond_phase_failures_total"); n != 5*10 {
+		t.Errorf("recond_phase_failures_total has %d series, want 50 (5 phases x 10 reasons)", n)
 	}
 	if n := testutil.CollectAndCount(reg, "recond_source_info"); n != 0 {
 		t.Errorf("recond_source_info has %d series before any read", n)

@@ -155,7 +155,7 @@ func (r *Reconciler) mayWrite() error {
 func (r *Reconciler) holdForSuspension(ctx context.Context, st *State) error {
 	_, direct := r.live.(*cluster.Client)
 	if st.suspension.Active == nil && (!st.suspensionRead || !direct && len(st.Changes) > 0) {
-		if err := r.suspension(ctx, st, true); err != nil {
+		if err := r.freshSuspension(ctx, st); err != nil {
 			return err
 		}
 	}

@@ -89,6 +89,11 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 			continue
 		}
 		seen[k] = true
+		if obj == nil && reconcileDisabled(d) {
+			// Taken out of recond's hands and not there: not recond's to
+			// miss (one that is there is assessed like any other).
+			continue
+		}
 		if obj == nil {
 			// Desired and not there: a write the server refused, one the
 			// tick never reached, a dry run. Not healthy, whatever the rest.

@@ -72,6 +72,7 @@ func (r *Reconciler) loadInventory(ctx context.Context, st *State) (*inventory, 
 		if err != nil {
 			return nil, err
 		}
+		r.noteSuspension(st, cm)
 		inv := &inventory{}
 		if cm != nil {
 			if inv, err = parseInventory(cm); err != nil {
@@ -103,6 +104,7 @@ func (r *Reconciler) loadInventory(ctx context.Context, st *State) (*inventory, 
 			}
 		}
 	}
+	r.noteSuspension(st, cm)
 	if sameInventory(cm, mem) {
 		st.inv = mem
 		return mem, nil

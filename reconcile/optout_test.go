@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/health"
 )
 
 // cmWith is a ConfigMap named name with annotations ann and data k: v.
@@ -70,6 +71,9 @@ func TestReconcileDisabled(t *testing.T) {
 	}
 	if got := strings.Join(skipped(r), " "); got != "ConfigMap/off (reconcile_disabled)" || r.Counts.Skipped != 1 {
 		t.Errorf("skipped %q (count %d)", got, r.Counts.Skipped)
+	}
+	if r.Health == nil || r.Health.Counts[health.Missing] != 0 {
+		t.Errorf("health %+v: a disabled object that is not there counts as missing", r.Health)
 	}
 	// Disabled on the live object: a manual change stays, and so does
 	// the object when it leaves Git.

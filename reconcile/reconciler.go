@@ -224,13 +224,13 @@ type State struct {
 	Orphans  []*unstructured.Unstructured
 	Orphaned []ObjectRef
 	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
-	Live      []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
-	Changes   []diff.Change                // create, update and delete only
-	unserved  []schema.GroupVersionKind    // inventory kinds the server does not serve now
-	pruned    []schema.GroupVersionKind    // kinds of the objects this tick deleted
-	Ops       []Operation
-	Counts    Counts
-	wrote     bool
+	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
+	Changes  []diff.Change                // create, update and delete only
+	unserved []schema.GroupVersionKind    // inventory kinds the server does not serve now
+	pruned   []schema.GroupVersionKind    // kinds of the objects this tick deleted
+	Ops      []Operation
+	Counts   Counts
+	wrote    bool
 	// Terminating are the owned objects being deleted ("Kind/name"): not
 	// written or deleted again until they are gone.
 	Terminating []string

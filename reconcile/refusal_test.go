@@ -69,7 +69,8 @@ func TestEveryRejectedObjectIsNamed(t *testing.T) {
 	}
 	h.repo.Commit("thaw all three", files)
 	r := h.tick()
-	expectFailure(t, r, reconcile.PhaseApply, reconcile.ReasonInvalid, "nothing written", "3 objects refused", "frozen-0", "frozen-1", "frozen-2")
+	// An immutable ConfigMap's data cannot change once set: reason immutable.
+	expectFailure(t, r, reconcile.PhaseApply, reconcile.ReasonImmutable, "nothing written", "3 objects refused", "frozen-0", "frozen-1", "frozen-2")
 	var names []string
 	for _, op := range r.Rejected {
 		if op.Err == nil {

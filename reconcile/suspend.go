@@ -86,6 +86,8 @@ type suspensionMemo struct {
 	first map[string]time.Time // by the annotations' values
 	// resumedBy is who resumed through Resume, for the next tick's Result.
 	resumedBy string
+	// last is the suspension the last reading found in force.
+	last *Suspension
 	// timer wakes the loop when the suspension in force ends.
 	timerFor time.Time
 	timer    *time.Timer
@@ -148,23 +150,32 @@ func (m *suspensionMemo) read(cm *unstructured.Unstructured, now time.Time, max 
 	return suspensionState{Active: s, Stale: true, Note: note + "; the suspension lasts --suspend-max"}
 }
 
-// suspension reads the suspension from the live inventory (the watch cache
-// when observing by watch: no request), for st.
-func (r *Reconciler) suspension(ctx context.Context, st *State, fresh bool) error {
-	var (
-		cm  *unstructured.Unstructured
-		err error
-	)
-	if fresh {
-		cm, err = r.getInventory(ctx)
-	} else {
-		cm, err = r.liveInventory(ctx)
-	}
+// noteSuspension reads the suspension from the inventory ConfigMap the
+// tick read (cm; nil: there is none), for st: the inventory is read at
+// every tick anyway (loadInventory), so this costs no request.
+func (r *Reconciler) noteSuspension(st *State, cm *unstructured.Unstructured) {
+	st.suspension = r.suspend.read(cm, time.Now(), r.suspendMax())
+	st.suspensionRead = true
+	r.suspend.mu.Lock()
+	r.suspend.last = st.suspension.Active
+	r.suspend.mu.Unlock()
+}
+
+// lastKnown is the suspension the last tick that read the inventory found
+// in force (nil: none).
+func (m *suspensionMemo) lastKnown() *Suspension {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+// freshSuspension reads the suspension from the API server.
+func (r *Reconciler) freshSuspension(ctx context.Context, st *State) error {
+	cm, err := r.getInventory(ctx)
 	if err != nil {
 		return err
 	}
-	st.suspension = r.suspend.read(cm, time.Now(), r.suspendMax())
-	st.suspensionRead = true
+	r.noteSuspension(st, cm)
 	return nil
 }
 

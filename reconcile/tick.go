@@ -78,11 +78,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	if !planOnly && !r.cfg.DryRun {
 		r.keepInventory(ctx, st)
 	}
-	// The suspension is read before the phases (and again by apply before
-	// it writes), so that a tick that fails in read still tells it.
-	if err := r.suspension(ctx, st, false); err != nil {
-		r.log.DebugContext(ctx, "suspension not read before the phases; apply reads it before writing", "err", err)
-	}
+
 	succeeded := map[Phase]bool{}
 	failed := false
 	for _, ph := range r.phases() {
@@ -136,6 +132,11 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
 	res.Rejected, res.RevisionApplied, res.Health = st.Rejected, st.RevisionApplied, st.Health
 	res.Skipped, res.Orphaned = st.Skipped, st.Orphaned
+	if !st.suspensionRead {
+		// Not read this tick (it failed before the inventory was read):
+		// the last one known, while it lasts.
+		st.suspension.Active = r.suspend.lastKnown()
+	}
 	if s := st.suspension.Active; s.Active(time.Now()) {
 		res.Suspension = s
 		r.suspend.wakeAt(s.Until, func() { r.Trigger(TriggerInterval) })
