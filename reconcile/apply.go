@@ -150,11 +150,13 @@ func (r *Reconciler) mayWrite() error {
 
 // holdForSuspension settles the suspension's annotations and, before a
 // tick that would write, reads them from the API server when the tick read
-// them from the watch cache (which may not have seen a suspension made a
-// moment ago): a suspension stops the very next write.
+// them from the watch cache (which may not have seen a suspension made, or
+// lifted, a moment ago): a suspension stops the very next write, and a
+// resume lets the very next tick heal.
 func (r *Reconciler) holdForSuspension(ctx context.Context, st *State) error {
 	_, direct := r.live.(*cluster.Client)
-	if st.suspension.Active == nil && (!st.suspensionRead || !direct && len(st.Changes) > 0) {
+	if !st.suspensionRead || !direct && len(st.Changes) > 0 {
+		// Both ways: a suspension made, or lifted, a moment ago.
 		if err := r.freshSuspension(ctx, st); err != nil {
 			return err
 		}
@@ -414,18 +416,6 @@ func fieldPaths(c diff.Change) []string {
 	return out
 }
 
-// applied records what the server made of a desired object this tick
-// wrote: the health phase reads it instead of the older live copy.
-func (st *State) applied(desired, out *unstructured.Unstructured) {
-	if out == nil {
-		return
-	}
-	if st.written == nil {
-		st.written = map[string]*unstructured.Unstructured{}
-	}
-	st.written[objectKey(desired)] = out
-}
-
 // validate dry-runs every object about to be written, so that one the
 // server rejects fails the phase before anything is written. It returns the
 // writes that would change something: an update whose dry-run result equals
@@ -608,13 +598,4 @@ func nextInventory(st *State, owned map[string]bool) *inventory {
 		inv.add(k)
 	}
 	return inv
-}
-
-// dropChange removes c from the tick's changes: it turned out to change
-// nothing.
-func (st *State) dropChange(c diff.Change) {
-	st.Changes = slices.DeleteFunc(st.Changes, func(o diff.Change) bool {
-		return o.Kind == c.Kind && o.Name == c.Name && o.Desired == c.Desired
-	})
-	st.Counts.Drifted = len(st.Changes)
 }

@@ -42,7 +42,7 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	opts := r.diffOptions()
 	r.equivalent.at(st.Revision)
 	desired, live := r.unsettled(st)
-	desired, live = st.optOuts(desired, live)
+	desired, live = optOuts(st, desired, live)
 	desired = keepGenerated(st, desired)
 	all := diff.Objects(desired, live, opts)
 	var foreign []string

@@ -194,18 +194,6 @@ func opKey(op Operation) string {
 	return objectKey(u)
 }
 
-// liveByKey indexes st.Live by objectKey, once per tick (diff and health
-// both look objects up in it; observe is done with st.Live by then).
-func (st *State) liveByKey() map[string]*unstructured.Unstructured {
-	if st.byKey == nil {
-		st.byKey = make(map[string]*unstructured.Unstructured, len(st.Live))
-		for _, l := range st.Live {
-			st.byKey[objectKey(l)] = l
-		}
-	}
-	return st.byKey
-}
-
 // appliedAt is when recond's apply last changed obj: the time of its Apply
 // entry in managedFields (zero when it has none).
 func appliedAt(obj *unstructured.Unstructured) time.Time {

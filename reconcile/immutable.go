@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -142,33 +141,4 @@ func (r *Reconciler) waitDeleted(ctx context.Context, live *unstructured.Unstruc
 		case <-time.After(wait):
 		}
 	}
-}
-
-// keySet is a set of objectKeys, safe for concurrent use (the writes of a
-// wave run in parallel).
-type keySet struct {
-	mu   sync.Mutex
-	keys map[string]bool
-}
-
-// recreate marks a desired object to be recreated by this tick's apply.
-func (st *State) recreate(d *unstructured.Unstructured) {
-	s := st.recreates
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.keys == nil {
-		s.keys = map[string]bool{}
-	}
-	s.keys[objectKey(d)] = true
-}
-
-// recreating reports whether this tick's apply recreates d's object.
-func (st *State) recreating(d *unstructured.Unstructured) bool {
-	s := st.recreates
-	if s == nil {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.keys[objectKey(d)]
 }

@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -32,6 +34,61 @@ const (
 // pre-initialised.
 var Triggers = []Trigger{TriggerInterval, TriggerWatch, TriggerManual, TriggerWebhook, TriggerHook}
 
+// Loop schedules ticks, and runs none itself: a one-slot trigger channel
+// that coalesces requests, the debouncers of watch events and of requests
+// from outside, the numbering of ticks (with the request spans each one
+// serves), the phases of abandoned ticks still running, and the wake-up at
+// a suspension's end. Run hands each tick to the engine
+// (Reconciler.TickFor). Safe for concurrent use.
+type Loop struct {
+	// triggers holds at most one pending tick request (Trigger).
+	triggers chan Trigger
+	// seq numbers ticks (Request, Progress); requests debounces Request,
+	// debounce TriggerAfter.
+	seq      sequence
+	requests debouncer
+	debounce debouncer
+	// strays counts the phases of abandoned ticks that have not returned;
+	// strayBack is signalled when one does.
+	strays    atomic.Int32
+	strayBack chan struct{}
+	// newer is signalled by Request: a push or an operator asked for a
+	// tick, so a render running now may be of a replaced revision.
+	// pollEvery is the loop's interval (Run), at which a long render checks
+	// too; 0: only on requests.
+	newer     chan struct{}
+	pollEvery atomic.Int64
+	// wake is the timer of a suspension's end (WakeAt), and its time.
+	wakeMu  sync.Mutex
+	wakeFor time.Time
+	wake    *time.Timer
+	log     *slog.Logger
+}
+
+func newLoop(log *slog.Logger) *Loop {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Loop{triggers: make(chan Trigger, 1), newer: make(chan struct{}, 1), strayBack: make(chan struct{}, 1), log: log}
+}
+
+// WakeAt asks for a tick at t (once per t; a later call with another time
+// replaces it): a suspension's end is a tick of its own, whatever the
+// interval.
+func (l *Loop) WakeAt(t time.Time) {
+	l.wakeMu.Lock()
+	defer l.wakeMu.Unlock()
+	if l.wakeFor.Equal(t) {
+		return
+	}
+	if l.wake != nil {
+		l.wake.Stop()
+	}
+	l.wakeFor = t
+	// A moment after, so that the tick finds the time passed.
+	l.wake = time.AfterFunc(time.Until(t)+100*time.Millisecond, func() { l.Trigger(TriggerInterval) })
+}
+
 // RequestDebounce is how long a request from outside (POST /api/v1/sync, a
 // webhook) waits for more before it asks for a tick: a burst of pushes (a
 // merge train, a tag and its branch) costs one tick.
@@ -42,7 +99,7 @@ const RequestDebounce = 200 * time.Millisecond
 // (Result.ID), which reads Git and the API server after the request. link,
 // when valid, is the span of the request (an HTTP handler's): the tick's
 // root span links to it. It never blocks.
-func (r *Reconciler) Request(t Trigger, link trace.SpanContext) uint64 {
+func (r *Loop) Request(t Trigger, link trace.SpanContext) uint64 {
 	r.seq.mu.Lock()
 	defer r.seq.mu.Unlock()
 	if link.IsValid() && len(r.seq.links) < maxLinks {
@@ -73,7 +130,7 @@ type Progress struct {
 }
 
 // Progress tells where the loop is. Safe for concurrent use.
-func (r *Reconciler) Progress() Progress {
+func (r *Loop) Progress() Progress {
 	r.seq.mu.Lock()
 	defer r.seq.mu.Unlock()
 	return Progress{Started: r.seq.started, Finished: r.seq.finished, Running: r.seq.started > r.seq.finished,
@@ -118,7 +175,7 @@ func Links(ctx context.Context) []trace.SpanContext {
 // any) has ended. It never blocks: requests that arrive while one is
 // pending are coalesced into it (the first one's source is kept). Safe for
 // concurrent use, also before Run starts (the request then waits for it).
-func (r *Reconciler) Trigger(t Trigger) {
+func (r *Loop) Trigger(t Trigger) {
 	select {
 	case r.triggers <- t:
 	default: // a tick is already pending
@@ -128,7 +185,7 @@ func (r *Reconciler) Trigger(t Trigger) {
 // TriggerAfter is Trigger after delay, debounced: calls made while one is
 // waiting join it, so a burst of events costs one tick. The delay lets the
 // burst's last event arrive (a rollout touches an object several times).
-func (r *Reconciler) TriggerAfter(t Trigger, delay time.Duration) {
+func (r *Loop) TriggerAfter(t Trigger, delay time.Duration) {
 	r.debounce.after(delay, func() { r.Trigger(t) })
 }
 
@@ -172,7 +229,7 @@ func (r *Reconciler) Run(ctx context.Context, interval, timeout time.Duration, d
 
 // waitStrays waits until fewer than maxStrays abandoned phases are still
 // running, or ctx is done (false).
-func (r *Reconciler) waitStrays(ctx context.Context) bool {
+func (r *Loop) waitStrays(ctx context.Context) bool {
 	logged := false
 	for r.strays.Load() >= maxStrays {
 		if !logged {

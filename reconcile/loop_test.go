@@ -95,7 +95,7 @@ func startLoop(t *testing.T, f *fakeTicks, triggers chan Trigger, interval time.
 // first request's source; ticks never overlap.
 func TestLoopCoalescesTriggersDuringATick(t *testing.T) {
 	f := newFakeTicks(true)
-	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	r := &Reconciler{Loop: newLoop(nil)}
 	startLoop(t, f, r.triggers, time.Hour)
 	if why := waitStarted(t, f); why != TriggerInterval {
 		t.Fatalf("first tick asked by %s, want interval", why)
@@ -122,7 +122,7 @@ func TestLoopCoalescesTriggersDuringATick(t *testing.T) {
 // Trigger never blocks, whether or not the loop runs, and a request made
 // before Run starts is served by it.
 func TestTriggerNeverBlocks(t *testing.T) {
-	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	r := &Reconciler{Loop: newLoop(nil)}
 	done := make(chan struct{})
 	go func() {
 		for range 1000 {
@@ -160,7 +160,7 @@ func TestLoopTicksEveryInterval(t *testing.T) {
 // tick starts after the cancel, even with a request pending.
 func TestLoopStopsOnCancel(t *testing.T) {
 	f := newFakeTicks(true)
-	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	r := &Reconciler{Loop: newLoop(nil)}
 	cancel, done := startLoop(t, f, r.triggers, time.Hour)
 	waitStarted(t, f)
 	r.Trigger(TriggerWatch) // pending behind the running tick
@@ -175,7 +175,7 @@ func TestLoopStopsOnCancel(t *testing.T) {
 
 // TriggerAfter debounces a burst into one request after the delay.
 func TestTriggerAfterDebounces(t *testing.T) {
-	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	r := &Reconciler{Loop: newLoop(nil)}
 	// A delay far longer than the burst takes, however busy the machine:
 	// the burst is one.
 	const delay = 500 * time.Millisecond
@@ -215,7 +215,7 @@ func TestTriggerAfterDebounces(t *testing.T) {
 // the next tick to start, which carries the request's span as a link; a burst
 // of requests within RequestDebounce asks for one tick.
 func TestRequestNamesTheTickThatServesIt(t *testing.T) {
-	r := &Reconciler{triggers: make(chan Trigger, 1)}
+	r := &Reconciler{Loop: newLoop(nil)}
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	span := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -143,31 +142,6 @@ func (r *Reconciler) listUnowned(ctx context.Context, k schema.GroupVersionKind,
 		return nil, err
 	}
 	return out, nil
-}
-
-func (st *State) desiresKind(k schema.GroupVersionKind) bool {
-	for _, d := range st.Desired {
-		if d.GroupVersionKind().GroupKind() == k.GroupKind() {
-			return true
-		}
-	}
-	return false
-}
-
-// objectKey identifies an object within the namespace across API versions.
-//
-// It is schema.GroupKind's String ("Deployment.apps", "ConfigMap"), a slash
-// and the name, built without parsing the whole GroupVersionKind: it is
-// called for every object several times per tick.
-func objectKey(u *unstructured.Unstructured) string {
-	group, _, found := strings.Cut(u.GetAPIVersion(), "/")
-	if !found {
-		group = "" // core: "v1"
-	}
-	if group == "" {
-		return u.GetKind() + "/" + u.GetName()
-	}
-	return u.GetKind() + "." + group + "/" + u.GetName()
 }
 
 // inventoryKind returns the inventory's entry for gk.

@@ -165,7 +165,7 @@ func removePath(obj map[string]any, path []string) error {
 // the live object) out of the comparison, desired and live alike: neither
 // written, healed nor pruned. It records them as skipped, with the objects
 // whose fields recond.dev/ignore-fields leaves out.
-func (st *State) optOuts(desired, live []*unstructured.Unstructured) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
+func optOuts(st *State, desired, live []*unstructured.Unstructured) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
 	byKey := st.liveByKey()
 	off := map[string]bool{}
 	for _, d := range st.Desired {
@@ -196,10 +196,6 @@ func (st *State) optOuts(desired, live []*unstructured.Unstructured) ([]*unstruc
 		return out
 	}
 	return keep(desired), keep(live)
-}
-
-func (st *State) skip(u *unstructured.Unstructured, why SkipReason, fields []string) {
-	st.Skipped = append(st.Skipped, Skip{Kind: u.GetKind(), Name: u.GetName(), Reason: why, Fields: fields})
 }
 
 // orphanPatch removes recond's ownership labels and provenance

@@ -213,3 +213,74 @@ func TestOptOutErrors(t *testing.T) {
 		})
 	}
 }
+
+// Each opt-out through the life of an object: first sync, a change in Git,
+// drift by another manager, removal from Git.
+func TestOptOutLifecycles(t *testing.T) {
+	type step struct {
+		name    string
+		files   map[string]string // commit (nil: none)
+		drift   string            // merge patch by another manager on ConfigMap x ("": none)
+		outcome reconcile.Outcome
+		want    map[string]any // data of ConfigMap x; nil: it does not exist
+	}
+	for _, tc := range []struct {
+		name  string
+		ann   map[string]string
+		steps []step
+	}{
+		{"reconcile disabled after the first sync", nil, []step{
+			{"first sync", map[string]string{"x.yaml": cmWith("x", "1", nil)}, "", reconcile.OutcomeApplied, map[string]any{"k": "1"}},
+			{"disabled and changed in Git: not written", map[string]string{"x.yaml": cmWith("x", "2", map[string]string{reconcile.AnnotationReconcile: "disabled"})}, "", reconcile.OutcomeConverged, map[string]any{"k": "1"}},
+			{"drift: not healed", nil, `{"data":{"k":"hand"}}`, reconcile.OutcomeConverged, map[string]any{"k": "hand"}},
+			{"removed from Git: the live object carries no opt-out, so it is pruned", map[string]string{"x.yaml": ""}, "", reconcile.OutcomeApplied, nil},
+		}},
+		{"create-only", map[string]string{reconcile.AnnotationApply: "create-only"}, []step{
+			{"first sync", nil, "", reconcile.OutcomeApplied, map[string]any{"k": "1"}},
+			{"changed in Git: not updated", map[string]string{"x.yaml": cmWith("x", "2", map[string]string{reconcile.AnnotationApply: "create-only"})}, "", reconcile.OutcomeConverged, map[string]any{"k": "1"}},
+			{"drift: not healed", nil, `{"data":{"k":"hand"}}`, reconcile.OutcomeConverged, map[string]any{"k": "hand"}},
+			{"removed from Git: pruned", map[string]string{"x.yaml": ""}, "", reconcile.OutcomeApplied, nil},
+		}},
+		{"prune disabled", map[string]string{reconcile.AnnotationPrune: "disabled"}, []step{
+			{"first sync", nil, "", reconcile.OutcomeApplied, map[string]any{"k": "1"}},
+			{"changed in Git: updated", map[string]string{"x.yaml": cmWith("x", "2", map[string]string{reconcile.AnnotationPrune: "disabled"})}, "", reconcile.OutcomeApplied, map[string]any{"k": "2"}},
+			{"drift: healed", nil, `{"data":{"k":"hand"}}`, reconcile.OutcomeApplied, map[string]any{"k": "2"}},
+			{"removed from Git: orphaned, kept", map[string]string{"x.yaml": ""}, "", reconcile.OutcomeApplied, map[string]any{"k": "2"}},
+		}},
+		{"ignore-fields", map[string]string{reconcile.AnnotationIgnoreFields: "/data/extra"}, []step{
+			{"first sync", nil, "", reconcile.OutcomeApplied, map[string]any{"k": "1"}},
+			{"changed in Git: the rest updated", map[string]string{"x.yaml": cmWith("x", "2", map[string]string{reconcile.AnnotationIgnoreFields: "/data/extra"})}, "", reconcile.OutcomeApplied, map[string]any{"k": "2"}},
+			{"drift of the ignored field: kept", nil, `{"data":{"extra":"theirs"}}`, reconcile.OutcomeConverged, map[string]any{"k": "2", "extra": "theirs"}},
+			{"removed from Git: pruned", map[string]string{"x.yaml": ""}, "", reconcile.OutcomeApplied, nil},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.repo.Commit("first", map[string]string{"x.yaml": cmWith("x", "1", tc.ann), "y.yaml": cmWith("y", "v", nil)})
+			for i, s := range tc.steps {
+				if i > 0 && s.files != nil {
+					h.repo.Commit(s.name, s.files)
+				}
+				if s.drift != "" {
+					h.patchAs(t, gvrConfigMap, "x", s.drift)
+				}
+				r := h.tick()
+				if r.Outcome != s.outcome {
+					t.Fatalf("%s: outcome %s, want %s (failure %v, changes %v, skipped %v)", s.name, r.Outcome, s.outcome, r.Failure(), r.Changes, skipped(r))
+				}
+				got := h.data(t, "x")
+				if s.want == nil {
+					if got != nil {
+						t.Fatalf("%s: ConfigMap x exists (%v), want it gone", s.name, got)
+					}
+					continue
+				}
+				for k, v := range s.want {
+					if got[k] != v {
+						t.Fatalf("%s: data %v, want %v", s.name, got, s.want)
+					}
+				}
+			}
+		})
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/cluster"
-	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
 	"recond.dev/recond/reconcile/source"
 )
@@ -107,9 +106,16 @@ type Observer interface {
 	TickEnd(ctx context.Context, r *Result)
 }
 
-// Reconciler runs ticks. It is not safe for concurrent ticks: Run never
-// overlaps them.
+// Reconciler is the tick engine: it runs ticks (read, observe, diff,
+// apply, health) and keeps what they learn between ticks (the inventory,
+// the render of the revision, what the server showed equivalent, the
+// validated creates, each object's health progress). It is not safe for
+// concurrent ticks: its Loop never overlaps them.
 type Reconciler struct {
+	// Loop schedules the ticks (loop.go): triggers, debounce, the ticks'
+	// numbers, abandoned phases; its methods (Trigger, Request, Progress)
+	// are the Reconciler's.
+	*Loop
 	cfg       Config
 	src       Source
 	kube      *cluster.Client
@@ -127,12 +133,6 @@ type Reconciler struct {
 	// rendered is the last successful render, reused while the revision
 	// does not move.
 	rendered renderCache
-	// triggers holds at most one pending tick request (Trigger).
-	triggers chan Trigger
-	// seq numbers ticks (Request, Progress); requests debounces Request.
-	seq      sequence
-	requests debouncer
-	debounce debouncer
 	// heal follows drift seen by a watch to the write that restores it.
 	heal *healer
 	// validated are the creates an earlier dry run accepted.
@@ -145,19 +145,9 @@ type Reconciler struct {
 	// (it did not return after the tick's deadline) may return during a
 	// later tick.
 	mu sync.Mutex
-	// strays counts the phases of abandoned ticks that have not returned;
-	// strayBack is signalled when one does.
-	strays    atomic.Int32
-	strayBack chan struct{}
 	// abandonAfter is how long a phase may run past the tick's deadline (or
 	// the loop's stop) before its tick abandons it.
 	abandonAfter time.Duration
-	// newer is signalled by Request: a push or an operator asked for a
-	// tick, so a render running now may be of a replaced revision.
-	// pollEvery is the loop's interval (Run), at which a long render checks
-	// too; 0: only on requests.
-	newer     chan struct{}
-	pollEvery atomic.Int64
 	// healthy is the last revision a tick found healthy (post-hooks wait
 	// for it).
 	healthy atomic.Pointer[string]
@@ -184,83 +174,10 @@ func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observe
 	}
 	salt := make([]byte, 32)
 	_, _ = rand.Read(salt)
-	r := &Reconciler{cfg: cfg, src: src, kube: kube, live: cfg.Live, log: log, observers: observers,
-		equivalent: newEquivalence(), salt: salt, triggers: make(chan Trigger, 1), newer: make(chan struct{}, 1), heal: newHealer(),
-		strayBack: make(chan struct{}, 1), abandonAfter: AbandonAfter}
+	r := &Reconciler{Loop: newLoop(log), cfg: cfg, src: src, kube: kube, live: cfg.Live, log: log, observers: observers,
+		equivalent: newEquivalence(), salt: salt, heal: newHealer(), abandonAfter: AbandonAfter}
 	if r.live == nil {
 		r.live = kube
 	}
 	return r
-}
-
-// State is what the phases of one tick hand each other.
-type State struct {
-	cfg  Config
-	ctx  context.Context // the tick's: done when the loop stops or the tick times out
-	stop <-chan struct{} // ctx.Done()
-
-	Revision string
-	Fetched  bool
-	// Superseded counts the renders this tick stopped because the followed
-	// ref moved while they ran.
-	Superseded int
-	// Hooks are the revision's chart hooks (run around Desired, not held
-	// like it); HooksWaiting the ones still running at the end of apply.
-	Hooks        []*hook
-	HooksWaiting []string
-	// Chart is the chart the revision was, when --path holds one.
-	Chart *source.Chart
-	// Generated are, by objectKey, the fields of desired objects that a
-	// chart's key or certificate maker made (source.Manifest.Generated):
-	// written at creation, live values kept after that.
-	Generated map[string][][]string
-	// Ignored are, by objectKey, the JSON pointers of the fields that
-	// recond.dev/ignore-fields took out of desired objects.
-	Ignored map[string][]string
-	// Skipped are the objects the opt-outs held back; Orphans the owned
-	// objects to orphan instead of pruning (recond.dev/prune: disabled),
-	// and Orphaned those apply orphaned.
-	Skipped  []Skip
-	Orphans  []*unstructured.Unstructured
-	Orphaned []ObjectRef
-	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
-	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
-	Changes  []diff.Change                // create, update and delete only
-	unserved []schema.GroupVersionKind    // inventory kinds the server does not serve now
-	pruned   []schema.GroupVersionKind    // kinds of the objects this tick deleted
-	Ops      []Operation
-	Counts   Counts
-	wrote    bool
-	// Terminating are the owned objects being deleted ("Kind/name"): not
-	// written or deleted again until they are gone.
-	Terminating []string
-	// Equivalent are the objects the local diff saw differ but the server
-	// has shown applying them changes nothing ("Kind/name").
-	Equivalent []string
-	// BackingOff are the drifted objects ("Kind/name") left alone this tick
-	// because another manager keeps changing them (a fight).
-	BackingOff []string
-	// Rejected are the writes the validating dry run refused.
-	Rejected []Operation
-	// RevisionApplied is set when apply recorded a new revision in full.
-	RevisionApplied bool
-	// Health is what the health phase found.
-	Health *Health
-
-	// suspension is what the inventory's annotations say of an operator's
-	// suspension (suspend.go); suspensionRead is set once they were read.
-	suspension     suspensionState
-	suspensionRead bool
-
-	// recreates are the objects this tick's apply deletes and creates
-	// anew (recond.dev/force: recreate).
-	recreates *keySet
-
-	// inv is the inventory this tick works with (loadInventory).
-	inv *inventory
-	// byKey indexes Live (liveByKey).
-	byKey map[string]*unstructured.Unstructured
-	// written holds what the server returned for each object this tick
-	// wrote, by objectKey.
-	written map[string]*unstructured.Unstructured
 }

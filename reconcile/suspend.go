@@ -88,9 +88,6 @@ type suspensionMemo struct {
 	resumedBy string
 	// last is the suspension the last reading found in force.
 	last *Suspension
-	// timer wakes the loop when the suspension in force ends.
-	timerFor time.Time
-	timer    *time.Timer
 }
 
 // readSuspension reads the suspension from cm's annotations (cm nil: no
@@ -322,20 +319,4 @@ func (m *suspensionMemo) takeResumedBy() string {
 	by := m.resumedBy
 	m.resumedBy = ""
 	return by
-}
-
-// wakeAt has trigger called at until (once per until): a suspension's end
-// is a tick of its own, whatever the interval.
-func (m *suspensionMemo) wakeAt(until time.Time, trigger func()) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.timerFor.Equal(until) {
-		return
-	}
-	if m.timer != nil {
-		m.timer.Stop()
-	}
-	m.timerFor = until
-	// A moment after the end, so that the tick finds it ended.
-	m.timer = time.AfterFunc(time.Until(until)+100*time.Millisecond, trigger)
 }

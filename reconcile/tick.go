@@ -139,7 +139,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	}
 	if s := st.suspension.Active; s.Active(time.Now()) {
 		res.Suspension = s
-		r.suspend.wakeAt(s.Until, func() { r.Trigger(TriggerInterval) })
+		r.WakeAt(s.Until)
 	}
 	res.ResumedBy = r.suspend.takeResumedBy()
 	res.Inventory = ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: inventoryName(r.cfg.Name)}
@@ -259,15 +259,4 @@ func safeRun(ctx context.Context, fn phaseFunc, st *State) (err error) {
 		}
 	}()
 	return fn(ctx, st)
-}
-
-// stopped returns an error when the tick's context is done: the loop was
-// asked to stop, or the tick timed out. Apply calls it between objects.
-func (st *State) stopped() error {
-	select {
-	case <-st.stop:
-		return fmt.Errorf("%w: %w", errStopped, context.Cause(st.ctx))
-	default:
-		return nil
-	}
 }
