@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"recond.dev/recond/internal/testenv"
@@ -375,6 +377,37 @@ func demo(recondBin, examples, chart string, interval time.Duration) error {
 		}
 	}
 
+	say("one object only: kubectl annotate deployment web recond.dev/reconcile=disabled hands it to a human; the rest stays held")
+	if err := annotate(ctx, cs, ns, "web", map[string]any{"recond.dev/reconcile": "disabled"}); err != nil {
+		return err
+	}
+	if err := scale(ctx, cs, ns, 4); err != nil {
+		return err
+	}
+	line, err = tickLine("skipped=")
+	if err != nil {
+		return err
+	}
+	d, err = cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("the tick lists it as skipped=%s; Deployment/web keeps its %d replicas\n", field(line, "skipped"), *d.Spec.Replicas)
+	if err := printMetrics("http://"+addr+"/metrics", `recond_skipped_resources{reason="reconcile_disabled"}`); err != nil {
+		return err
+	}
+	if err := annotate(ctx, cs, ns, "web", map[string]any{"recond.dev/reconcile": nil}); err != nil {
+		return err
+	}
+	if err := waitTick("outcome=applied"); err != nil {
+		return err
+	}
+	d, err = cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("annotation removed: healed, Deployment/web has %d replicas again (more opt-outs: docs/operations.md)\n", *d.Spec.Replicas)
+
 	say("Events: one per state transition (kubectl get events -n %s), none for a converged tick", ns)
 	// Settle: the last tick's Events are sent in the background.
 	if err := waitTick("outcome=converged"); err != nil {
@@ -440,7 +473,7 @@ func demo(recondBin, examples, chart string, interval time.Duration) error {
 	if err := chartStep(ctx, cs, recondBin, chart, work, kubeconfig); err != nil {
 		return err
 	}
-	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, stood still while suspended, survived a crash and held a Helm chart; every later tick is converged")
+	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, stood still while suspended, left one object to a human, survived a crash and held a Helm chart; every later tick is converged")
 	return nil
 }
 
@@ -528,6 +561,17 @@ func printEvents(ctx context.Context, cs kubernetes.Interface, ns, reason string
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// annotate merges ann (a nil value removes one) into Deployment name's
+// annotations, as `kubectl annotate` does.
+func annotate(ctx context.Context, cs kubernetes.Interface, ns, name string, ann map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return err
+	}
+	_, err = cs.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-annotate"})
+	return err
 }
 
 func scale(ctx context.Context, cs kubernetes.Interface, ns string, n int32) error {
