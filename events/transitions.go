@@ -234,7 +234,8 @@ func (t *Transitions) writes(r *reconcile.Result) []Intent {
 	// A tick whose apply phase ran without failing clears the objects it no
 	// longer fails: they are in Git's state, so a later failure is news.
 	for _, p := range r.Phases {
-		if p.Phase == reconcile.PhaseApply && p.Err == nil {
+		// (A suspended tick's apply wrote nothing and checked nothing.)
+		if p.Phase == reconcile.PhaseApply && p.Err == nil && r.Suspension == nil {
 			for key := range t.applyFailed {
 				if !failed[key] {
 					delete(t.applyFailed, key)
@@ -242,7 +243,7 @@ func (t *Transitions) writes(r *reconcile.Result) []Intent {
 			}
 		}
 	}
-	if r.Revision != "" && !r.DryRun && len(failed) == 0 && phaseSucceeded(r, reconcile.PhaseApply) && t.lastApplied == "" {
+	if r.Revision != "" && !r.DryRun && r.Suspension == nil && len(failed) == 0 && phaseSucceeded(r, reconcile.PhaseApply) && t.lastApplied == "" {
 		// Every write succeeded and the revision was not newly applied: it
 		// was the one applied before.
 		t.lastApplied = r.Revision
@@ -341,7 +342,7 @@ func (t *Transitions) suspension(r *reconcile.Result) []Intent {
 	prev, cur := t.suspended, r.Suspension
 	t.suspended = cur
 	switch {
-	case cur != nil && (prev == nil || *prev != *cur):
+	case cur != nil && (prev == nil || !prev.Until.Equal(cur.Until) || prev.Reason != cur.Reason || prev.By != cur.By):
 		return []Intent{t.about(t.inventory, corev1.EventTypeWarning, ReasonSuspended, ActionSuspend,
 			fmt.Sprintf("suspended by %s until %s: %s; ticks write, prune and heal nothing until then",
 				cur.By, cur.Until.UTC().Format(time.RFC3339), cur.Reason))}

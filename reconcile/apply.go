@@ -148,15 +148,16 @@ func (r *Reconciler) mayWrite() error {
 	return nil
 }
 
-// holdForSuspension settles the suspension's annotations and, before a
-// tick that would write, reads them from the API server when the tick read
-// them from the watch cache (which may not have seen a suspension made, or
-// lifted, a moment ago): a suspension stops the very next write, and a
-// resume lets the very next tick heal.
+// holdForSuspension reads the suspension again before a tick that would
+// write, and settles its annotations: a suspension stops the very next
+// write, and a resume lets the very next tick heal.
 func (r *Reconciler) holdForSuspension(ctx context.Context, st *State) error {
-	_, direct := r.live.(*cluster.Client)
-	if !st.suspensionRead || !direct && len(st.Changes) > 0 {
-		// Both ways: a suspension made, or lifted, a moment ago.
+	// Before anything is written (objects, orphans, hooks, the
+	// suspension's own annotations), from the API server: the reading at
+	// the tick's start may be older than a render, or than the watch
+	// cache's news; a suspension made, or lifted, a moment ago counts. A
+	// tick with nothing to write asks nothing.
+	if !st.suspensionRead || len(st.Changes) > 0 || len(st.Orphans) > 0 || len(st.Hooks) > 0 || st.suspension.Stale {
 		if err := r.freshSuspension(ctx, st); err != nil {
 			return err
 		}
@@ -461,7 +462,7 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 		if !results[i].ran || results[i].err == nil {
 			continue
 		}
-		ierr, recreate := immutable(c, results[i].err)
+		ierr, recreate := r.immutable(ctx, c, results[i].err)
 		if recreate {
 			results[i].err = nil
 			st.recreate(c.Desired)
@@ -470,11 +471,21 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 		results[i].err = ierr
 		refusals++
 	}
-	if refusals == 0 && err != nil && !errors.Is(err, errStopped) {
-		var rej *RejectedError
-		if errors.As(err, &rej) || refused(err) {
-			// Every refusal was a recreate.
-			err = nil
+	if refusals == 0 && err != nil && refused(err) {
+		// Every refusal was a recreate; unless the pool stopped before a
+		// dry run (a stop, a lost Lease), which stays the error.
+		err = nil
+		for i := range check {
+			if !results[i].ran {
+				stop := r.mayWrite()
+				if stop == nil {
+					stop = st.stopped()
+				}
+				if stop == nil {
+					stop = errors.New("stopped before every object was checked")
+				}
+				return nil, fmt.Errorf("validate before writing (nothing written): %w", stop)
+			}
 		}
 	}
 	if err != nil || len(local) > 0 {

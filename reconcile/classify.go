@@ -32,9 +32,14 @@ func Classify(err error) Reason {
 		hook   *HookError
 		immut  *ImmutableError
 	)
+	var rej *RejectedError
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &rej) && len(rej.Errs) > 0 && !errors.Is(err, errTickTimeout) && !errors.Is(err, context.DeadlineExceeded):
+		// Every refused object is named; the first one's reason is the
+		// phase's, whatever the others'.
+		return Classify(rej.Errs[0])
 	case errors.As(err, &hook):
 		// A hook that failed is reason hook; a request about one that
 		// failed (forbidden, a timeout) keeps its own reason.

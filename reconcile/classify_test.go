@@ -45,6 +45,8 @@ func TestClassify(t *testing.T) {
 		{"internal", apierrors.NewInternalError(errors.New("boom")), ReasonUnavailable},
 		{"secret data not base64", fmt.Errorf("apply Secret/db: %w", apierrors.NewInternalError(errors.New("unable to convert unstructured object to /v1, Kind=Secret: error decoding from json: illegal base64 data at input byte 7"))), ReasonInvalid},
 		{"every refused object", &RejectedError{What: "validate", Errs: []error{apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "a", nil), apierrors.NewForbidden(gr, "b", errors.New("quota"))}}, ReasonInvalid},
+		{"the first refusal's reason, not another's", &RejectedError{What: "validate", Errs: []error{apierrors.NewForbidden(gr, "b", errors.New("quota")), &ImmutableError{Kind: "Deployment", Name: "web", Fields: []string{"spec.selector"}, Err: apierrors.NewInvalid(schema.GroupKind{Kind: "Deployment"}, "web", nil)}}}, ReasonForbidden},
+		{"immutable", fmt.Errorf("validate: %w", &ImmutableError{Kind: "Deployment", Name: "web", Fields: []string{"spec.selector"}, Err: apierrors.NewInvalid(schema.GroupKind{Kind: "Deployment"}, "web", nil)}), ReasonImmutable},
 		{"refused write after a stop", &RejectedError{What: "apply stopped", Errs: []error{apierrors.NewForbidden(gr, "b", errors.New("exceeded quota"))}}, ReasonForbidden},
 		// The source's errors carry their reason (source.TestReasonOf
 		// has the list of go-git's); the classifier reads it.

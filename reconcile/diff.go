@@ -43,6 +43,11 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	r.equivalent.at(st.Revision)
 	desired, live := r.unsettled(st)
 	desired, live = optOuts(st, desired, live)
+	for _, m := range st.misspelt {
+		if _, said := r.misspelt.LoadOrStore(m, true); !said {
+			r.log.WarnContext(ctx, "opt-out annotation on a live object with a value recond does not know: ignored", "annotation", m)
+		}
+	}
 	desired = keepGenerated(st, desired)
 	all := diff.Objects(desired, live, opts)
 	var foreign []string

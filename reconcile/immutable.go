@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/diff"
 )
@@ -48,64 +49,125 @@ func (e *ImmutableError) Error() string {
 
 func (e *ImmutableError) Unwrap() error { return e.Err }
 
-// immutablePhrases are how the API server's validation says a field cannot
-// change once set (apimachinery's ValidateImmutableField, and the kinds
-// that word it their own way).
-var immutablePhrases = []string{
-	"field is immutable",
-	"may not change once set",
-	"is immutable after creation",
-	"updates to statefulset spec for fields other than",
-	"cannot be changed",
-}
+// How the API server's validation says a field cannot change once set:
+// the detail that ends a cause's message (apimachinery's
+// ValidateImmutableField and the kinds that word it their own way), or the
+// start of a Forbidden one. Matched at the end or the start, never inside:
+// a message also quotes the refused value, and a webhook's or a CEL rule's
+// words are not the API server's.
+var (
+	immutableEndings = []string{
+		": field is immutable",
+		": may not change once set",
+	}
+	immutableStarts = []string{
+		"Forbidden: field is immutable",                                // a ConfigMap or Secret with immutable: true
+		"Forbidden: spec is immutable after creation",                  // a PersistentVolumeClaim
+		"Forbidden: updates to statefulset spec for fields other than", // a StatefulSet
+		"Forbidden: pod updates may not change fields other than",      // a Pod
+		"Forbidden: updates to parameters are forbidden",               // a StorageClass-like spec
+	}
+)
 
 // immutableFields returns the fields an API error refuses to change because
-// they are immutable ("spec.selector"), none for any other error.
-func immutableFields(err error) []string {
+// they are immutable ("spec.selector"), and whether that is all it refuses
+// (every cause is about an immutable field).
+func immutableFields(err error) ([]string, bool) {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
-		return nil
+		return nil, false
+	}
+	details := status.Status().Details
+	if details == nil || len(details.Causes) == 0 {
+		return nil, false
 	}
 	var fields []string
-	details := status.Status().Details
-	if details == nil {
-		return nil
-	}
+	all := true
 	for _, c := range details.Causes {
-		msg := strings.ToLower(c.Message)
-		for _, p := range immutablePhrases {
-			if strings.Contains(msg, p) {
-				f := c.Field
-				if f == "" {
-					f = "(unnamed)"
-				}
-				if !slices.Contains(fields, f) {
-					fields = append(fields, f)
-				}
-				break
-			}
+		msg := strings.TrimSpace(c.Message)
+		first, _, _ := strings.Cut(msg, "\n") // a PersistentVolumeClaim's adds a diff below
+		hit := false
+		for _, e := range immutableEndings {
+			hit = hit || strings.HasSuffix(first, e)
+		}
+		for _, p := range immutableStarts {
+			hit = hit || strings.HasPrefix(first, p)
+		}
+		if !hit {
+			all = false
+			continue
+		}
+		f := c.Field
+		if f == "" {
+			f = "(unnamed)"
+		}
+		if !slices.Contains(fields, f) {
+			fields = append(fields, f)
 		}
 	}
-	return fields
+	return fields, all && len(fields) > 0
 }
 
 // immutable turns a dry run's refusal of an update into an
-// *ImmutableError when it is about immutable fields; it reports whether
-// recond.dev/force: recreate lets the apply recreate the object instead.
-func immutable(c diff.Change, err error) (error, bool) {
-	fields := immutableFields(err)
-	if c.Action != diff.Update || len(fields) == 0 {
+// *ImmutableError when it is about immutable fields only; it reports
+// whether recond.dev/force: recreate lets the apply recreate the object
+// instead. A refusal that is also about anything else stays what it is: a
+// recreate would delete the object and then fail to create it.
+func (r *Reconciler) immutable(ctx context.Context, c diff.Change, err error) (error, bool) {
+	fields, only := immutableFields(err)
+	if c.Action != diff.Update || !only {
 		return err, false
 	}
 	ie := &ImmutableError{Kind: c.Kind, Name: c.Name, Fields: fields, Err: err}
 	if c.Desired.GetAnnotations()[AnnotationForce] == "recreate" {
-		if !slices.Contains(neverRecreated, c.Kind) {
-			return nil, true
+		if why := r.mayRecreate(ctx, c.Live); why != "" {
+			ie.Refused = why
+			return ie, false
 		}
-		ie.Refused = "is never applied to a " + c.Kind + " (its data would be lost)"
+		return nil, true
 	}
 	return ie, false
 }
+
+// mayRecreate says why live may not be deleted to be recreated ("": it
+// may): never a PersistentVolumeClaim, nor an object whose foreground
+// deletion would take claims with it (a StatefulSet that deletes its
+// claims with it; any object that owns a claim).
+func (r *Reconciler) mayRecreate(ctx context.Context, live *unstructured.Unstructured) string {
+	kind := live.GetKind()
+	if slices.Contains(neverRecreated, kind) {
+		return "is never applied to a " + kind + " (its data would be lost)"
+	}
+	if kind == "StatefulSet" {
+		if p, _, _ := unstructured.NestedString(live.Object, "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted"); p == "Delete" {
+			return "is not applied to a StatefulSet whose persistentVolumeClaimRetentionPolicy deletes its claims with it"
+		}
+		return ""
+	}
+	if slices.Contains(ownsNoClaims, kind) {
+		return ""
+	}
+	claims, err := r.kube.List(ctx, pvcGVK, "")
+	if err != nil {
+		return "is not applied: recond cannot tell whether the object owns PersistentVolumeClaims (" + err.Error() + ")"
+	}
+	for _, pvc := range claims {
+		for _, o := range pvc.GetOwnerReferences() {
+			if o.UID == live.GetUID() {
+				return "is not applied: it owns PersistentVolumeClaim " + pvc.GetName() + ", which its deletion would take with it"
+			}
+		}
+	}
+	return ""
+}
+
+// ownsNoClaims are the kinds whose foreground deletion cannot take a
+// PersistentVolumeClaim with it (their Pods' generic ephemeral volumes are
+// meant to go with the Pods).
+var ownsNoClaims = []string{"Deployment", "ReplicaSet", "DaemonSet", "Job", "CronJob", "Pod", "Service", "ConfigMap", "Secret",
+	"ServiceAccount", "Ingress", "NetworkPolicy", "PodDisruptionBudget", "HorizontalPodAutoscaler", "Role", "RoleBinding"}
+
+var pvcGVK = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
 
 // recreate deletes c's live object (foreground: dependents first; only
 // that object, by UID), waits until it is gone, and creates the desired

@@ -121,3 +121,31 @@ func TestForceRecreateNeverDeletesAClaim(t *testing.T) {
 		t.Fatal("the claim was deleted")
 	}
 }
+
+// A refusal that is about an immutable field and about something else (a
+// selector changed without the template's labels) is not recreated:
+// deleting the object would be followed by a create refused for the same
+// reason. Without the every-cause rule (immutableFields' all) the
+// Deployment is deleted.
+func TestForceRecreateOnlyWhenOnlyImmutable(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit("app", map[string]string{"deployment.yaml": deploymentYAML})
+	h.mustTick(reconcile.OutcomeApplied)
+	uid := h.get(gvrDeployment, "web").GetUID()
+	bad := strings.Replace(deploymentYAML, "  selector:\n    matchLabels:\n      app: web\n", "  selector:\n    matchLabels:\n      app: other\n", 1)
+	if bad == deploymentYAML {
+		t.Fatal("fixture: selector not found")
+	}
+	bad = strings.Replace(bad, "  labels:\n", "  annotations:\n    "+reconcile.AnnotationForce+": recreate\n  labels:\n", 1)
+	h.repo.Commit("selector only", map[string]string{"deployment.yaml": bad})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.playGC(ctx, gvrDeployment)
+	r := h.tick()
+	if f := r.Failure(); f == nil || f.Reason != reconcile.ReasonInvalid {
+		t.Fatalf("failure %v, want invalid (the selector no longer matches the template)", f)
+	}
+	if d := h.get(gvrDeployment, "web"); d == nil || d.GetUID() != uid {
+		t.Fatal("the Deployment was deleted for a recreate that could not succeed")
+	}
+}

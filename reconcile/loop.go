@@ -223,9 +223,38 @@ func (d *debouncer) after(delay time.Duration, fn func()) {
 // While maxStrays abandoned phases are still running, no tick starts (so
 // /healthz, which watches Progress, fails and the process is restarted).
 func (r *Reconciler) Run(ctx context.Context, interval, timeout time.Duration, done func(*Result)) {
-	r.pollEvery.Store(int64(interval))
-	loop{triggers: r.triggers, tick: r.TickFor, ready: r.waitStrays}.run(ctx, interval, timeout, done)
+	r.Loop.Run(ctx, interval, timeout, r.TickFor, done)
 }
+
+// Run is Reconciler.Run for any tick function: tick runs each tick the loop
+// starts, one at a time.
+func (l *Loop) Run(ctx context.Context, interval, timeout time.Duration, tick func(context.Context, Trigger) *Result, done func(*Result)) {
+	l.pollEvery.Store(int64(interval))
+	loop{triggers: l.triggers, tick: tick, ready: l.waitStrays}.run(ctx, interval, timeout, done)
+}
+
+// begin numbers a tick that starts now and hands it the request spans it
+// serves; end records that it ended.
+func (l *Loop) begin() (uint64, []trace.SpanContext) { return l.seq.begin() }
+func (l *Loop) end(id uint64)                        { l.seq.end(id) }
+
+// strayed counts a phase its tick abandoned, unstrayed takes that back (it
+// returned just then), strayReturned counts one that came back later.
+func (l *Loop) strayed()   { l.strays.Add(1) }
+func (l *Loop) unstrayed() { l.strays.Add(-1) }
+func (l *Loop) strayReturned() {
+	l.strays.Add(-1)
+	select {
+	case l.strayBack <- struct{}{}:
+	default:
+	}
+}
+
+// newerRequested is signalled when a tick was asked for from outside (a
+// newer revision may exist); pollInterval is how often a long render asks
+// Git without one (0: never).
+func (l *Loop) newerRequested() <-chan struct{} { return l.newer }
+func (l *Loop) pollInterval() time.Duration     { return time.Duration(l.pollEvery.Load()) }
 
 // waitStrays waits until fewer than maxStrays abandoned phases are still
 // running, or ctx is done (false).

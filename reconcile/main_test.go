@@ -39,6 +39,8 @@ type harness struct {
 	// helm, when set, renders a chart at the path with the instance's
 	// seed and the API server's capabilities, as the binary does.
 	helm *source.HelmOptions
+	// wrap, when set, wraps the source the reconciler reads.
+	wrap func(reconcile.Source) reconcile.Source
 }
 
 func newHarness(t testing.TB) *harness {
@@ -81,7 +83,11 @@ func (h *harness) reconciler() *reconcile.Reconciler {
 	if observers == nil {
 		observers = []reconcile.Observer{reconcile.LogObserver{Log: log}}
 	}
-	h.rec = reconcile.New(h.cfg, src, kube, log, observers...)
+	var rs reconcile.Source = src
+	if h.wrap != nil {
+		rs = h.wrap(src)
+	}
+	h.rec = reconcile.New(h.cfg, rs, kube, log, observers...)
 	return h.rec
 }
 

@@ -117,6 +117,9 @@ func parsePointer(p string) ([]string, error) {
 	}
 	parts := strings.Split(p[1:], "/")
 	for i, s := range parts {
+		if strings.Contains(strings.NewReplacer("~0", "", "~1", "").Replace(s), "~") {
+			return nil, fmt.Errorf("~ is written ~0 in a JSON pointer (and / is ~1)")
+		}
 		s = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 		if s == "" {
 			return nil, fmt.Errorf("empty path segment")
@@ -178,6 +181,11 @@ func optOuts(st *State, desired, live []*unstructured.Unstructured) ([]*unstruct
 		}
 	}
 	for _, l := range st.Live {
+		for key, want := range map[string]string{AnnotationReconcile: "disabled", AnnotationPrune: "disabled"} {
+			if v, ok := l.GetAnnotations()[key]; ok && v != want && v != "" {
+				st.misspelt = append(st.misspelt, fmt.Sprintf("%s/%s: %s: %q (want %q)", l.GetKind(), l.GetName(), key, v, want))
+			}
+		}
 		if k := objectKey(l); !off[k] && reconcileDisabled(l) {
 			off[k] = true
 			st.skip(l, SkipReconcileDisabled, nil)

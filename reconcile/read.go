@@ -114,7 +114,7 @@ type mover interface {
 // goes on.
 func (r *Reconciler) watchRef(ctx context.Context, cancel context.CancelCauseFunc, m mover, rev source.Revision) {
 	var poll <-chan time.Time
-	if d := time.Duration(r.pollEvery.Load()); d > 0 {
+	if d := r.pollInterval(); d > 0 {
 		t := time.NewTicker(d)
 		defer t.Stop()
 		poll = t.C
@@ -123,7 +123,7 @@ func (r *Reconciler) watchRef(ctx context.Context, cancel context.CancelCauseFun
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.newer:
+		case <-r.newerRequested():
 		case <-poll:
 		}
 		moved, err := m.Moved(ctx, rev)

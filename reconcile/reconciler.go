@@ -153,6 +153,8 @@ type Reconciler struct {
 	healthy atomic.Pointer[string]
 	// suspend remembers what the suspension's annotations do not say.
 	suspend suspensionMemo
+	// misspelt are the live opt-out annotations already warned about.
+	misspelt sync.Map
 }
 
 // renderCache is a decorated desired set and the revision it was rendered

@@ -43,7 +43,10 @@ type State struct {
 	// Skipped are the objects the opt-outs held back; Orphans the owned
 	// objects to orphan instead of pruning (recond.dev/prune: disabled),
 	// and Orphaned those apply orphaned.
-	Skipped  []Skip
+	Skipped []Skip
+	// misspelt are the live objects' opt-out annotations with a value
+	// recond does not know (ignored, and said).
+	misspelt []string
 	Orphans  []*unstructured.Unstructured
 	Orphaned []ObjectRef
 	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -76,6 +77,31 @@ type suspensionState struct {
 	Stale bool
 	// Note says what was wrong with them, for the log.
 	Note string
+	// rv is the inventory's resourceVersion they were read at: what
+	// settling them is conditional on.
+	rv string
+}
+
+// maxClockSkew is how far past --suspend-max from now an end may be and
+// still be taken as written: the process that wrote it may run a little
+// ahead.
+const maxClockSkew = time.Minute
+
+// printable is an operator's text as recond shows it: no control
+// characters (a newline or a terminal escape in an Event note, a log or a
+// terminal), at most maxSuspendText bytes, trimmed.
+func printable(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	s = strings.TrimSpace(s)
+	if len(s) > maxSuspendText {
+		s = strings.ToValidUTF8(s[:maxSuspendText], "") + "…"
+	}
+	return s
 }
 
 // suspensionMemo remembers when this process first saw a suspension
@@ -102,23 +128,28 @@ func (m *suspensionMemo) read(cm *unstructured.Unstructured, now time.Time, max 
 	reason, hasReason := ann[AnnotationSuspendReason]
 	by, hasBy := ann[AnnotationSuspendedBy]
 	if !hasUntil && !hasReason && !hasBy {
+		m.mu.Lock()
+		m.first = nil // no suspension: nothing to remember
+		m.mu.Unlock()
 		return suspensionState{}
 	}
-	s := &Suspension{Reason: strings.TrimSpace(reason), By: strings.TrimSpace(by)}
+	s := &Suspension{Reason: printable(reason), By: printable(by)}
 	if s.Reason == "" {
 		s.Reason = "(no reason given)"
 	}
 	if s.By == "" {
 		s.By = "(unknown)"
 	}
+	rv := cm.GetResourceVersion()
 	t, err := time.Parse(time.RFC3339, strings.TrimSpace(until))
+	t = t.UTC() // one zone, so that two readings of one end are equal
 	switch {
 	case err == nil && !now.Before(t):
 		// Ended: the annotations go.
-		return suspensionState{Stale: true}
-	case err == nil && t.Sub(now) <= max:
+		return suspensionState{Stale: true, rv: rv}
+	case err == nil && t.Sub(now) <= max+maxClockSkew:
 		s.Until = t
-		return suspensionState{Active: s}
+		return suspensionState{Active: s, rv: rv}
 	}
 	// No readable end, or one too far: --suspend-max from when this
 	// process first saw it, written back so that every process agrees.
@@ -142,9 +173,9 @@ func (m *suspensionMemo) read(cm *unstructured.Unstructured, now time.Time, max 
 		note = fmt.Sprintf("%s %s is further than --suspend-max (%s) away", AnnotationSuspendedUntil, until, max)
 	}
 	if !now.Before(s.Until) {
-		return suspensionState{Stale: true, Note: note}
+		return suspensionState{Stale: true, Note: note, rv: rv}
 	}
-	return suspensionState{Active: s, Stale: true, Note: note + "; the suspension lasts --suspend-max"}
+	return suspensionState{Active: s, Stale: true, Note: note + "; the suspension lasts --suspend-max", rv: rv}
 }
 
 // noteSuspension reads the suspension from the inventory ConfigMap the
@@ -196,24 +227,42 @@ func (r *Reconciler) settleSuspension(ctx context.Context, st *State) error {
 	ann := map[string]any{}
 	if s := st.suspension.Active; s != nil {
 		ann[AnnotationSuspendedUntil] = s.Until.UTC().Format(time.RFC3339)
-		r.log.WarnContext(ctx, "suspension annotations corrected", "note", st.suspension.Note, "until", ann[AnnotationSuspendedUntil])
 	} else {
 		for _, a := range suspendAnnotations {
 			ann[a] = nil
 		}
-		r.log.InfoContext(ctx, "suspension ended: its annotations removed", "note", st.suspension.Note)
 	}
-	if err := r.patchInventoryAnnotations(ctx, ann); err != nil {
+	// Only over what was read: a suspension made since is not undone.
+	err := r.patchInventoryAnnotations(ctx, ann, st.suspension.rv)
+	if apierrors.IsConflict(err) {
+		r.log.InfoContext(ctx, "the suspension changed while the tick read it; reading it again")
+		if err := r.freshSuspension(ctx, st); err != nil {
+			return err
+		}
+		st.suspension.Stale = false // the next tick settles what is still stale
+		return nil
+	}
+	if err != nil {
 		return err
+	}
+	if st.suspension.Active != nil {
+		r.log.WarnContext(ctx, "suspension annotations corrected", "note", st.suspension.Note, "until", ann[AnnotationSuspendedUntil])
+	} else {
+		r.log.InfoContext(ctx, "suspension ended: its annotations removed", "note", st.suspension.Note)
 	}
 	st.suspension.Stale = false
 	return nil
 }
 
 // patchInventoryAnnotations merges ann (a nil value removes one) into the
-// inventory ConfigMap's annotations.
-func (r *Reconciler) patchInventoryAnnotations(ctx context.Context, ann map[string]any) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+// inventory ConfigMap's annotations; with rv, only while the ConfigMap is
+// at that resourceVersion (a conflict otherwise).
+func (r *Reconciler) patchInventoryAnnotations(ctx context.Context, ann map[string]any, rv string) error {
+	meta := map[string]any{"annotations": ann}
+	if rv != "" {
+		meta["resourceVersion"] = rv
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return err
 	}
@@ -235,6 +284,10 @@ func (r *Reconciler) Suspend(ctx context.Context, by, reason string, d time.Dura
 	reason, by = strings.TrimSpace(reason), strings.TrimSpace(by)
 	max := r.suspendMax()
 	switch {
+	case r.cfg.DryRun:
+		return nil, fmt.Errorf("%w: this process runs with --dry-run and writes nothing, its inventory included", ErrSuspend)
+	case printable(reason) != reason || printable(by) != by:
+		return nil, fmt.Errorf("%w: reason and author are one line of text without control characters", ErrSuspend)
 	case reason == "":
 		return nil, fmt.Errorf("%w: a reason is required (it is shown to whoever wonders why the loop does not write)", ErrSuspend)
 	case len(reason) > maxSuspendText || len(by) > maxSuspendText || !utf8.ValidString(reason) || !utf8.ValidString(by):
@@ -275,7 +328,10 @@ func (r *Reconciler) Suspend(ctx context.Context, by, reason string, d time.Dura
 // removed. Resuming an instance that is not suspended is not an error.
 func (r *Reconciler) Resume(ctx context.Context, by string) error {
 	by = strings.TrimSpace(by)
-	if len(by) > maxSuspendText || !utf8.ValidString(by) {
+	if r.cfg.DryRun {
+		return fmt.Errorf("%w: this process runs with --dry-run and writes nothing, its inventory included", ErrSuspend)
+	}
+	if len(by) > maxSuspendText || !utf8.ValidString(by) || printable(by) != by {
 		return fmt.Errorf("%w: the author is UTF-8 text of at most %d bytes", ErrSuspend, maxSuspendText)
 	}
 	cm, err := r.getInventory(ctx)
@@ -289,7 +345,7 @@ func (r *Reconciler) Resume(ctx context.Context, by string) error {
 	for _, a := range suspendAnnotations {
 		ann[a] = nil
 	}
-	if err := r.patchInventoryAnnotations(ctx, ann); err != nil {
+	if err := r.patchInventoryAnnotations(ctx, ann, ""); err != nil {
 		return err
 	}
 	if by == "" {

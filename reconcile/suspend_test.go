@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"recond.dev/recond/reconcile"
+	"recond.dev/recond/reconcile/source"
 )
 
 // annotate merges ann (nil removes) into the inventory ConfigMap's
@@ -242,5 +243,61 @@ func TestSuspendRefusesWhatItCannotTake(t *testing.T) {
 	}
 	if _, ok := h.inventoryAnnotations(t)[reconcile.AnnotationSuspendedUntil]; ok {
 		t.Errorf("a refused suspension was written")
+	}
+}
+
+// duringRender is a source that runs a function while it renders.
+type duringRender struct {
+	reconcile.Source
+	once func()
+}
+
+func (d *duringRender) Render(ctx context.Context, sha string) ([]source.Manifest, error) {
+	if f := d.once; f != nil {
+		d.once = nil
+		f()
+	}
+	return d.Source.Render(ctx, sha)
+}
+
+// A suspension made while a tick renders (after it read the inventory)
+// stops that tick's writes: apply reads it again from the API server.
+// Without that second reading the tick writes the new revision.
+func TestSuspensionMadeDuringATick(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit("app", app())
+	var d *duringRender
+	h.wrap = func(s reconcile.Source) reconcile.Source { d = &duringRender{Source: s}; return d }
+	h.mustTick(reconcile.OutcomeApplied)
+	h.mustTick(reconcile.OutcomeConverged) // the inventory is known: read before the phases
+	h.repo.Commit("change", map[string]string{"configmap.yaml": strings.Replace(configMapYAML, "hello", "bonjour", 1)})
+	d.once = func() {
+		h.annotate(t, map[string]any{reconcile.AnnotationSuspendReason: "mid-tick", reconcile.AnnotationSuspendedBy: "dave",
+			reconcile.AnnotationSuspendedUntil: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	}
+	r := h.mustTick(reconcile.OutcomeOutOfSync)
+	if r.Suspension == nil || r.Suspension.By != "dave" {
+		t.Errorf("suspension %v, want dave's", r.Suspension)
+	}
+	if got := h.get(gvrConfigMap, "web-config").Object["data"].(map[string]any)["greeting"]; got != "hello" {
+		t.Errorf("greeting %v: the tick wrote under a suspension made during it", got)
+	}
+}
+
+// Removing an ended suspension's annotations is conditional on what the
+// tick read: a suspension made since (the inventory changed) stays.
+// Without the resourceVersion precondition it is removed.
+func TestSettlingNeverUndoesANewerSuspension(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit("app", app())
+	h.mustTick(reconcile.OutcomeApplied)
+	read := h.get(gvrConfigMap, reconcile.InventoryPrefix+h.cfg.Name).GetResourceVersion()
+	h.annotate(t, map[string]any{reconcile.AnnotationSuspendReason: "new incident", reconcile.AnnotationSuspendedBy: "erin",
+		reconcile.AnnotationSuspendedUntil: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	if err := reconcile.SettleEnded(context.Background(), h.rec, read); err != nil {
+		t.Fatal(err)
+	}
+	if a := h.inventoryAnnotations(t); a[reconcile.AnnotationSuspendedBy] != "erin" {
+		t.Fatalf("annotations %v: the newer suspension was removed", a)
 	}
 }

@@ -35,12 +35,17 @@ func TestReadSuspension(t *testing.T) {
 		{"unreadable end: the maximum, written", cm(map[string]string{AnnotationSuspendedUntil: "tomorrow", AnnotationSuspendReason: "r"}), now.Add(max), true, "r"},
 		{"end too far: the maximum, written", cm(map[string]string{AnnotationSuspendedUntil: "2027-01-01T00:00:00Z"}), now.Add(max), true, "(no reason given)"},
 		{"an empty until alone suspends", cm(map[string]string{AnnotationSuspendedUntil: ""}), now.Add(max), true, "(no reason given)"},
+		{"an end in another zone", cm(map[string]string{AnnotationSuspendedUntil: "2026-12-02T17:30:00+05:30", AnnotationSuspendReason: "r"}), now.Add(2 * time.Hour), false, "r"},
+		{"control characters shown as spaces", cm(map[string]string{AnnotationSuspendedUntil: "2026-12-02T12:00:00Z", AnnotationSuspendReason: "a\x1b[2Jb\nc"}), now.Add(2 * time.Hour), false, "a [2Jb c"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var m suspensionMemo
 			got := m.read(tc.cm, now, max)
 			if tc.until.IsZero() != (got.Active == nil) || got.Active != nil && (!got.Active.Until.Equal(tc.until) || got.Active.Reason != tc.reason) {
 				t.Errorf("active = %v, want until %v reason %q", got.Active, tc.until, tc.reason)
+			}
+			if got.Active != nil && got.Active.Until.Location() != time.UTC {
+				t.Errorf("until in %v, want UTC (so that two readings compare equal)", got.Active.Until.Location())
 			}
 			if got.Stale != tc.stale {
 				t.Errorf("stale = %t, want %t (%s)", got.Stale, tc.stale, got.Note)

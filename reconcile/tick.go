@@ -60,8 +60,8 @@ func (r *Reconciler) Plan(ctx context.Context) *Result {
 }
 
 func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Result {
-	id, links := r.seq.begin()
-	defer r.seq.end(id)
+	id, links := r.begin()
+	defer r.end(id)
 	if len(links) > 0 {
 		ctx = context.WithValue(ctx, linksKey{}, links)
 	}
@@ -141,7 +141,10 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 		res.Suspension = s
 		r.WakeAt(s.Until)
 	}
-	res.ResumedBy = r.suspend.takeResumedBy()
+	if res.Suspension == nil {
+		// Told by the first tick that no longer finds it suspended.
+		res.ResumedBy = r.suspend.takeResumedBy()
+	}
 	res.Inventory = ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: inventoryName(r.cfg.Name)}
 	if inv := r.inventory(); inv != nil {
 		res.Inventory.UID, res.Inventory.ResourceVersion = inv.UID, inv.ResourceVersion
@@ -220,11 +223,7 @@ func (r *Reconciler) runBounded(ctx context.Context, ph phase, st *State) (error
 		err := safeRun(ctx, ph.fn, st)
 		if !state.CompareAndSwap(running, returned) {
 			// Abandoned: nobody waits for err.
-			r.strays.Add(-1)
-			select {
-			case r.strayBack <- struct{}{}:
-			default:
-			}
+			r.strayReturned()
 			r.log.Warn("an abandoned phase returned", "phase", string(ph.p), "error", err)
 			return
 		}
@@ -244,9 +243,9 @@ func (r *Reconciler) runBounded(ctx context.Context, ph phase, st *State) (error
 	}
 	// Counted before the phase can see it abandoned, so that Strays is
 	// never below 0.
-	r.strays.Add(1)
+	r.strayed()
 	if !state.CompareAndSwap(running, abandoned) {
-		r.strays.Add(-1)
+		r.unstrayed()
 		return <-done, false
 	}
 	return fmt.Errorf("%w: the %s phase did not return within %s of its context's end", errAbandoned, ph.p, r.abandonAfter), true
