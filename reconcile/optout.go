@@ -62,9 +62,28 @@ func (s Skip) String() string {
 	return out + ")"
 }
 
+// annotation returns an annotation of u without copying its annotations
+// (GetAnnotations copies the map: a converged tick must not, per object).
+func annotation(u *unstructured.Unstructured, key string) (string, bool) {
+	if u == nil {
+		return "", false
+	}
+	m, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		return "", false
+	}
+	ann, ok := m["annotations"].(map[string]any)
+	if !ok {
+		return "", false
+	}
+	v, ok := ann[key].(string)
+	return v, ok
+}
+
 // reconcileDisabled reports whether u says recond.dev/reconcile: disabled.
 func reconcileDisabled(u *unstructured.Unstructured) bool {
-	return u != nil && u.GetAnnotations()[AnnotationReconcile] == "disabled"
+	v, _ := annotation(u, AnnotationReconcile)
+	return v == "disabled"
 }
 
 // checkOptOuts checks the opt-out annotations of a desired object and
@@ -169,26 +188,41 @@ func removePath(obj map[string]any, path []string) error {
 // written, healed nor pruned. It records them as skipped, with the objects
 // whose fields recond.dev/ignore-fields leaves out.
 func optOuts(st *State, desired, live []*unstructured.Unstructured) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
-	byKey := st.liveByKey()
-	off := map[string]bool{}
-	for _, d := range st.Desired {
-		k := objectKey(d)
-		if reconcileDisabled(d) || reconcileDisabled(byKey[k]) {
-			off[k] = true
-			st.skip(d, SkipReconcileDisabled, nil)
-		} else if f := st.Ignored[k]; len(f) > 0 {
-			st.skip(d, SkipIgnoreFields, f)
-		}
-	}
+	// The live objects first: an opt-out there is rare, and finding none
+	// costs no allocation, so that a converged tick stays cheap.
+	var off map[string]bool
 	for _, l := range st.Live {
-		for key, want := range map[string]string{AnnotationReconcile: "disabled", AnnotationPrune: "disabled"} {
-			if v, ok := l.GetAnnotations()[key]; ok && v != want && v != "" {
-				st.misspelt = append(st.misspelt, fmt.Sprintf("%s/%s: %s: %q (want %q)", l.GetKind(), l.GetName(), key, v, want))
+		for _, key := range []string{AnnotationReconcile, AnnotationPrune} {
+			if v, ok := annotation(l, key); ok && v != "disabled" && v != "" {
+				st.misspelt = append(st.misspelt, fmt.Sprintf("%s/%s: %s: %q (want %q)", l.GetKind(), l.GetName(), key, v, "disabled"))
 			}
 		}
-		if k := objectKey(l); !off[k] && reconcileDisabled(l) {
-			off[k] = true
+		if reconcileDisabled(l) {
+			if off == nil {
+				off = map[string]bool{}
+			}
+			off[objectKey(l)] = true
 			st.skip(l, SkipReconcileDisabled, nil)
+		}
+	}
+	listed := len(off) > 0
+	for _, d := range st.Desired {
+		disabled := reconcileDisabled(d)
+		if !disabled && !listed && len(st.Ignored) == 0 {
+			continue
+		}
+		k := objectKey(d)
+		switch {
+		case off[k]:
+			// Disabled on the live object: listed already.
+		case disabled:
+			if off == nil {
+				off = map[string]bool{}
+			}
+			off[k] = true
+			st.skip(d, SkipReconcileDisabled, nil)
+		case len(st.Ignored[k]) > 0:
+			st.skip(d, SkipIgnoreFields, st.Ignored[k])
 		}
 	}
 	if len(off) == 0 {
