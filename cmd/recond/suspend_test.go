@@ -162,3 +162,52 @@ func logAfterTicks(log string, n int) int {
 	}
 	return off
 }
+
+// A standby that takes over finds the suspension on the inventory and
+// stays suspended: the suspension is asked of the standby (any process
+// answers), the leader stops, the new leader's ticks write nothing until
+// recond resume.
+func TestStandbyTakesOverSuspended(t *testing.T) {
+	cp.Require(t)
+	ns := cp.Namespace(t)
+	kubeconfig := cp.WriteKubeConfig(t)
+	repo := testenv.NewRepo(t)
+	repo.Commit("c", map[string]string{"cm.yaml": cmYAML})
+	token := writeFile(t, "token", "t0ken")
+	args := func() []string {
+		return []string{"--repo", repo.URL(), "--namespace", ns, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "--tick-timeout", "30s",
+			"--sync-token-file", token, "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
+	}
+	a := startRun(t, "1s", true, args()...)
+	b := startRun(t, "1s", false, args()...)
+	waitLog(t, b.log, "the standby's wait", regexp.MustCompile(`"msg":"standby: another process holds the lease; waiting to take over"`))
+
+	var out, errOut bytes.Buffer
+	if code := suspendCommand(context.Background(), false, []string{"--url", "http://" + b.addr, "--token-file", token,
+		"--reason", "asked of the standby", "--by", "frank"}, &out, &errOut); code != 0 {
+		t.Fatalf("recond suspend to the standby: exit %d, %s", code, errOut.String())
+	}
+	waitLog(t, a.log, "the leader's suspended tick", regexp.MustCompile(`"suspended_by":"frank"`))
+	repo.Commit("change", map[string]string{"cm.yaml": strings.Replace(cmYAML, "k: v", "k: new", 1)})
+	if code := a.stop(); code != 0 {
+		t.Fatalf("leader exit %d", code)
+	}
+	waitLog(t, b.log, "the new leader's suspended tick with the new revision's difference",
+		regexp.MustCompile(`"msg":"tick"[^\n]*"outcome":"out_of_sync"[^\n]*"suspended_by":"frank"`))
+	if c, _ := cp.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "c", metav1.GetOptions{}); c.Data["k"] != "v" {
+		t.Fatalf("the new leader wrote while suspended: %v", c.Data)
+	}
+	if code := suspendCommand(context.Background(), true, []string{"--url", "http://" + b.addr, "--token-file", token}, &out, &errOut); code != 0 {
+		t.Fatalf("recond resume: exit %d, %s", code, errOut.String())
+	}
+	deadline := time.Now().Add(time.Minute) // a guard against a hang
+	for {
+		if c, _ := cp.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "c", metav1.GetOptions{}); c.Data["k"] == "new" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not applied after resume; log:\n%s", b.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
