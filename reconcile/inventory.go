@@ -272,16 +272,8 @@ func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory) error {
 	if err := r.mayWrite(); err != nil {
 		return err
 	}
-	cm := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1",
-		"kind":       "ConfigMap",
-		"metadata": map[string]any{
-			"name":      inventoryName(r.cfg.Name),
-			"namespace": r.cfg.Namespace,
-			"labels":    map[string]any{LabelInventory: r.cfg.Name},
-		},
-		"data": inv.data(),
-	}}
+	cm := r.inventoryObject()
+	cm.Object["data"] = inv.data()
 	out, err := r.kube.Apply(ctx, cm, false)
 	if err != nil {
 		return fmt.Errorf("write inventory: %w", err)
@@ -289,6 +281,20 @@ func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory) error {
 	inv.UID, inv.ResourceVersion = out.GetUID(), out.GetResourceVersion()
 	r.setInventory(inv)
 	return nil
+}
+
+// inventoryObject is the instance's inventory ConfigMap as recond applies
+// it: its name, namespace and label, nothing else yet.
+func (r *Reconciler) inventoryObject() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata": map[string]any{
+			"name":      inventoryName(r.cfg.Name),
+			"namespace": r.cfg.Namespace,
+			"labels":    map[string]any{LabelInventory: r.cfg.Name},
+		},
+	}}
 }
 
 // repairInventory rewrites the inventory when this tick found the live one

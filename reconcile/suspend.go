@@ -303,20 +303,12 @@ func (r *Reconciler) Suspend(ctx context.Context, by, reason string, d time.Dura
 		by = "(unknown)"
 	}
 	s := &Suspension{Until: time.Now().Add(d).UTC().Truncate(time.Second), Reason: reason, By: by}
-	cm := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1",
-		"kind":       "ConfigMap",
-		"metadata": map[string]any{
-			"name":      inventoryName(r.cfg.Name),
-			"namespace": r.cfg.Namespace,
-			"labels":    map[string]any{LabelInventory: r.cfg.Name},
-			"annotations": map[string]any{
-				AnnotationSuspendedUntil: s.Until.Format(time.RFC3339),
-				AnnotationSuspendReason:  reason,
-				AnnotationSuspendedBy:    by,
-			},
-		},
-	}}
+	cm := r.inventoryObject()
+	cm.SetAnnotations(map[string]string{
+		AnnotationSuspendedUntil: s.Until.Format(time.RFC3339),
+		AnnotationSuspendReason:  reason,
+		AnnotationSuspendedBy:    by,
+	})
 	if _, err := r.kube.ApplyAs(ctx, cm, suspendManager); err != nil {
 		return nil, fmt.Errorf("write the suspension on the inventory: %w", err)
 	}
