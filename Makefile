@@ -15,18 +15,20 @@ PROMTOOL_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {prin
 PROMTOOL     ?= $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)/promtool
 HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v4" {print substr($$2, 2)}' tools/helm/go.mod)
 HELM_BIN     ?= $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
+SOPS_VERSION := $(shell awk '$$1 == "github.com/getsops/sops/v3" {print substr($$2, 2)}' tools/sops/go.mod)
+SOPS_BIN     ?= $(TOOLS_DIR)/sops-$(SOPS_VERSION)/sops
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO           ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 40m
 
 export GOTOOLCHAIN := go1.27.3
-export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL HELM_BIN
+export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL HELM_BIN SOPS_BIN
 
 # Deployment manifests, image and their test inputs.
 include deploy/deploy.mk
 export K8S_VERSION ETCD_VERSION
 
-.PHONY: all build control-plane tools prometheus chromium screenshots generate verify test test-under-load test-short vet vulncheck fuzz fuzz-short soak demo bench clean
+.PHONY: all build control-plane tools prometheus chromium age screenshots generate verify test test-under-load test-short vet vulncheck fuzz fuzz-short soak demo bench clean
 
 all: build
 
@@ -38,15 +40,20 @@ build:
 control-plane:
 	@hack/build-control-plane.sh $(KUBEBUILDER_ASSETS)
 
-## tools: Jaeger (traces end to end), promtool (rule tests) and helm (the chart corpus), built once into $(TOOLS_DIR)
+## tools: Jaeger (traces end to end), promtool (rule tests), helm (the chart corpus) and sops (encrypted fixtures), built once into $(TOOLS_DIR)
 tools:
 	@hack/build-tool.sh tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger $(JAEGER_BIN)
 	@hack/build-tool.sh tools/promtool github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL)
 	@hack/build-tool.sh tools/helm helm.sh/helm/v4/cmd/helm $(HELM_BIN)
+	@hack/build-tool.sh tools/sops github.com/getsops/sops/v3/cmd/sops $(SOPS_BIN)
 
 ## prometheus: a Prometheus server for the end-to-end alert test (Debian's package, if missing)
 prometheus:
 	@hack/ensure-apt.sh prometheus prometheus
+
+## age: age-keygen, the keys of the SOPS tests' fixtures (Debian's package, if missing)
+age:
+	@hack/ensure-apt.sh age-keygen age
 
 ## chromium: a headless Chromium for the status page's browser test (Debian's package, if missing)
 chromium:
@@ -80,7 +87,7 @@ FUZZTIME     ?= 10s
 
 ## test: vet, the vulnerability scan, every test against a real kube-apiserver, etcd and Git (the loop, Git and
 ## the binary's packages with -race), the fault matrix, then every fuzz target for $(FUZZTIME)
-test: control-plane tools prometheus chromium $(TEST_DEPS) vet vulncheck
+test: control-plane tools prometheus chromium age $(TEST_DEPS) vet vulncheck
 	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -x $(patsubst ./%,-e $(MODULE)/%,$(RACE_PKGS)))
 	$(GO) test -race $(GOTEST_FLAGS) $(RACE_PKGS)
 	@hack/fuzz.sh $(FUZZTIME)
@@ -101,7 +108,7 @@ soak: control-plane
 
 ## test-under-load: the webhook, fault-matrix, binary and loop packages 3 times in a row while stress-ng keeps
 ## every core busy (RUNS=, PKGS= to choose)
-test-under-load: control-plane tools prometheus chromium $(TEST_DEPS)
+test-under-load: control-plane tools prometheus chromium age $(TEST_DEPS)
 	@hack/under-load.sh $(or $(RUNS),3) $(PKGS)
 
 ## test-short: the quick tests only (no control plane)
@@ -110,13 +117,14 @@ test-short:
 
 ## bench: recond against Flux's engine on one API server, N=90..3000, then a fleet of 20 recond processes
 ## in list and in watch mode (about 15 minutes; tables into docs/performance.md, plot into
-## docs/img/bench-converged.png; RECOND_BENCH_N=90,300 for fewer sizes, RECOND_BENCH_FLEET=0 for no fleet)
-bench: control-plane tools
-	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^(TestCompare|TestFleet|TestCharts)$$' -v ./bench/
+## docs/img/bench-converged.png; RECOND_BENCH_N=90,300 for fewer sizes, RECOND_BENCH_FLEET=0 for no fleet), and what
+## decrypting 100 SOPS-encrypted Secrets costs
+bench: control-plane tools age
+	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^(TestCompare|TestFleet|TestCharts|TestSOPS)$$' -v ./bench/
 
 ## demo: recond holding a namespace of a local control plane against a local repository
 demo: build control-plane
-	$(GO) run ./hack/demo -recond bin/recond -examples examples/demo-app -chart examples/demo-chart
+	$(GO) run ./hack/demo -recond bin/recond -examples examples/demo-app -chart examples/demo-chart -sops examples/demo-sops
 
 clean:
 	rm -rf bin

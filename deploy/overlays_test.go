@@ -301,7 +301,8 @@ func recondContainers(t testing.TB, objs []*unstructured.Unstructured) map[*apps
 // resources set, /healthz liveness, its namespace and pod name from the
 // downward API, settings from the ConfigMap recond, OTLP settings from the
 // optional ConfigMap recond-otel, Git credentials from the optional Secret
-// recond-git, a writable /tmp, and an API token.
+// recond-git, the age keys from the optional Secret recond-sops, a writable
+// /tmp, and an API token.
 func TestRecondContainersAreHardened(t *testing.T) {
 	for _, dir := range kustomizations(t) {
 		found := recondContainers(t, render(t, dir).Objects)
@@ -383,6 +384,9 @@ func TestRecondContainersAreHardened(t *testing.T) {
 			}
 			if v := mounts["/etc/recond/git"]; v.Secret == nil || v.Secret.SecretName != "recond-git" || v.Secret.Optional == nil || !*v.Secret.Optional {
 				t.Errorf("%s: /etc/recond/git is not the optional Secret recond-git", where)
+			}
+			if v := mounts["/etc/recond/sops"]; v.Secret == nil || v.Secret.SecretName != "recond-sops" || v.Secret.Optional == nil || !*v.Secret.Optional {
+				t.Errorf("%s: /etc/recond/sops is not the optional Secret recond-sops (the age keys, docs/secrets.md)", where)
 			}
 			// The token: automounted, or projected into this container only.
 			const tokenDir = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -424,6 +424,7 @@ func fieldPaths(c diff.Change) []string {
 // normalisation gap), remembered as equivalent and not written.
 func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Change) ([]diff.Change, error) {
 	opts := r.diffOptions()
+	opts.Sensitive = st.sensitive
 	// A create the server accepted in an earlier tick's dry run, unchanged
 	// in Git since, is not validated again: a first sync of thousands of
 	// objects that a tick timeout cut short goes on where it stopped.

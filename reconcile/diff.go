@@ -40,6 +40,7 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	}
 	r.prepareTypes(ctx, st)
 	opts := r.diffOptions()
+	opts.Sensitive = st.sensitive
 	r.equivalent.at(st.Revision)
 	desired, live := r.unsettled(st)
 	desired, live = optOuts(st, desired, live)

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	"recond.dev/recond/reconcile/diff"
 )
 
 // The labels and annotations recond puts on every object it applies. They
@@ -22,6 +24,10 @@ const (
 	AnnotationRevision = "recond.dev/revision"
 	// AnnotationSource is "<repository URL without credentials>#<path>".
 	AnnotationSource = "recond.dev/source"
+	// AnnotationMaskedFields names, on an object that holds a value recond
+	// decrypted, the fields that hold one (paths, never values): every
+	// later difference in them is masked (docs/secrets.md).
+	AnnotationMaskedFields = diff.MaskedFieldsAnnotation
 	// LabelInventory marks the ConfigMap in which an instance records the
 	// kinds it has applied and the last revision it applied in full.
 	LabelInventory = "recond.dev/inventory"

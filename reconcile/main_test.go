@@ -41,6 +41,8 @@ type harness struct {
 	helm *source.HelmOptions
 	// wrap, when set, wraps the source the reconciler reads.
 	wrap func(reconcile.Source) reconcile.Source
+	// sopsKeys is the source's --sops-age-keys-file.
+	sopsKeys string
 }
 
 func newHarness(t testing.TB) *harness {
@@ -65,7 +67,7 @@ func (h *harness) reconciler() *reconcile.Reconciler {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	scfg := source.Config{URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir()}
+	scfg := source.Config{URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir(), SOPSAgeKeysFile: h.sopsKeys}
 	if h.helm != nil {
 		seed := reconcile.SeedPrefix + h.cfg.Name
 		scfg.Helm = source.Helm{HelmOptions: *h.helm, Namespace: h.ns, Capabilities: kube.Capabilities,

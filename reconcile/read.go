@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/source"
 )
 
@@ -35,7 +38,7 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			return err
 		}
 		st.Revision, st.Fetched = rev.SHA, st.Fetched || rev.Fetched
-		if cached, hooks, chart, once, ignored := r.renderOf(rev.SHA); cached != nil {
+		if cached, hooks, chart, once, ignored := r.renderOf(rev.SHA); cached != nil && !r.keysChanged(st, rev.SHA) {
 			// The revision did not move: its render is reused, rendering being a
 			// function of the commit alone. Only the kinds' scope, which the
 			// server decides, is checked again.
@@ -44,6 +47,9 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 				return err
 			}
 			st.Desired, st.Hooks, st.Chart, st.Generated, st.Ignored = cached, hooks, chart, once, ignored
+			r.mu.Lock()
+			st.sensitive = r.rendered.sensitive
+			r.mu.Unlock()
 			st.Counts.GeneratedOnce = len(once)
 			st.Counts.Desired = len(st.Desired)
 			return nil
@@ -199,13 +205,77 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	}
 	st.Desired, st.Hooks, st.Generated, st.Ignored = desired, hooks, once, ignored
 	st.Counts.Desired, st.Counts.GeneratedOnce = len(desired), len(once)
+	// What the revision decrypted is masked, and so is what the previous
+	// one did: a live object may still hold it.
+	var values []string
+	if s, ok := r.src.(sensitiveSource); ok {
+		values = s.SensitiveValues(st.Revision)
+	}
+	r.mu.Lock()
+	prev := r.rendered.values
+	if r.rendered.sha == st.Revision {
+		prev = r.rendered.prev // rendered again (new keys): the same revision
+	}
+	st.sensitive = diff.NewSensitive(values, prev)
+	r.concealErrors(st.sensitive)
+	markMasked(st.sensitive, desired, hooks)
 	// Only a render that passed every check is kept; the phases after read
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
-	r.mu.Lock()
-	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks, chart: st.Chart, once: once, ignored: ignored}
+	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks, chart: st.Chart, once: once, ignored: ignored,
+		values: values, prev: prev, sensitive: st.sensitive}
 	r.mu.Unlock()
 	return nil
+}
+
+// markMasked writes on every object that holds a decrypted value the
+// fields that hold one (diff.MaskedFieldsAnnotation): a later process
+// that no longer knows the value still masks those fields of the live
+// object.
+func markMasked(s *diff.Sensitive, desired []*unstructured.Unstructured, hooks []*hook) {
+	if s == nil {
+		return
+	}
+	objs := slices.Clone(desired)
+	for _, h := range hooks {
+		objs = append(objs, h.obj)
+	}
+	for _, obj := range objs {
+		if f := s.Fields(obj.Object); f != nil {
+			ann := obj.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[AnnotationMaskedFields] = strings.Join(f, ",")
+			obj.SetAnnotations(ann)
+		}
+	}
+}
+
+// sensitiveSource is a Source that decrypts (source.Source): it tells the
+// values a revision decrypted that are secret, and whether its keys
+// changed since it rendered one.
+type sensitiveSource interface {
+	SensitiveValues(sha string) []string
+	KeysChanged(sha string) bool
+}
+
+// keysChanged reports whether a manual tick (recond trigger, recond sync)
+// finds the source's decryption keys changed since it rendered sha: the
+// revision is then rendered again, with them.
+func (r *Reconciler) keysChanged(st *State, sha string) bool {
+	s, ok := r.src.(sensitiveSource)
+	return ok && st.trigger == TriggerManual && s.KeysChanged(sha)
+}
+
+// concealErrors makes the API server's messages about objects that hold a
+// decrypted value concealed like a Secret's (cluster.ConcealErrorsOf).
+func (r *Reconciler) concealErrors(s *diff.Sensitive) {
+	if s == nil {
+		r.kube.ConcealErrorsOf(nil)
+		return
+	}
+	r.kube.ConcealErrorsOf(func(u *unstructured.Unstructured) bool { return s.In(u.Object) })
 }
 
 // renderOf is the kept render of sha (its objects and hooks), or nil.

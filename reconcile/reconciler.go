@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/cluster"
+	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
 	"recond.dev/recond/reconcile/source"
 )
@@ -166,6 +167,10 @@ type renderCache struct {
 	chart   *source.Chart
 	once    map[string][][]string
 	ignored map[string][]string
+	// values are what the revision decrypted that is secret (the source's
+	// SensitiveValues); sensitive matches them and the previous render's.
+	values, prev []string
+	sensitive    *diff.Sensitive
 }
 
 // New returns a Reconciler. Observers are called in order at starts and in

@@ -82,6 +82,12 @@ type State struct {
 	// anew (recond.dev/force: recreate).
 	recreates *keySet
 
+	// trigger is what asked for the tick.
+	trigger Trigger
+	// sensitive are the values the revision decrypted (and the previous
+	// one's), masked wherever a difference or an error could show them.
+	sensitive *diff.Sensitive
+
 	// inv is the inventory this tick works with (loadInventory).
 	inv *inventory
 	// byKey indexes Live (liveByKey).

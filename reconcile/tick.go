@@ -69,7 +69,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	for _, o := range r.observers {
 		ctx = o.TickStart(ctx)
 	}
-	st := &State{cfg: r.cfg, ctx: ctx, stop: ctx.Done(), recreates: &keySet{}}
+	st := &State{cfg: r.cfg, ctx: ctx, stop: ctx.Done(), recreates: &keySet{}, trigger: why}
 	lc, costs := r.live.(LiveCost)
 	var before ObserveCost
 	if costs {

@@ -42,9 +42,10 @@ func main() {
 	recond := flag.String("recond", "bin/recond", "recond binary")
 	examples := flag.String("examples", "examples/demo-app", "manifests to put in the repository")
 	chart := flag.String("chart", "examples/demo-chart", "a Helm chart to put in a second repository")
+	sops := flag.String("sops", "examples/demo-sops", "SOPS-encrypted values for the chart, and the demo's age key")
 	interval := flag.Duration("interval", 4*time.Second, "recond's --interval")
 	flag.Parse()
-	if err := demo(*recond, *examples, *chart, *interval); err != nil {
+	if err := demo(*recond, *examples, *chart, *sops, *interval); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -54,7 +55,7 @@ func say(format string, args ...any) {
 	fmt.Printf("\n\033[1m== "+format+"\033[0m\n", args...)
 }
 
-func demo(recondBin, examples, chart string, interval time.Duration) error {
+func demo(recondBin, examples, chart, sops string, interval time.Duration) error {
 	ctx := context.Background()
 	say("starting kube-apiserver and etcd on 127.0.0.1")
 	start := time.Now()
@@ -470,10 +471,10 @@ func demo(recondBin, examples, chart string, interval time.Duration) error {
 				field(line, "outcome"), field(line, "pruned"), time.Since(start).Round(time.Millisecond))
 		}
 	}
-	if err := chartStep(ctx, cs, recondBin, chart, work, kubeconfig); err != nil {
+	if err := chartStep(ctx, cs, recondBin, chart, sops, work, kubeconfig); err != nil {
 		return err
 	}
-	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, stood still while suspended, left one object to a human, survived a crash and held a Helm chart; every later tick is converged")
+	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, stood still while suspended, left one object to a human, survived a crash, held a Helm chart and decrypted its SOPS-encrypted values; every later tick is converged")
 	return nil
 }
 
@@ -675,7 +676,7 @@ func (d *demoRepo) commit(wt *git.Worktree, msg string) (string, error) {
 // out), a values change rewrites only the Deployment, and a further
 // process writes nothing: the generated password comes from the
 // instance's seed, not from the process.
-func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, work, kubeconfig string) error {
+func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, sops, work, kubeconfig string) error {
 	const ns, name = "demo-chart", "prod"
 	say("a Helm chart (%s: a vendored dependency, a generated password, a hook), rendered by recond itself: no helm binary, no network, no lookup", chart)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -686,9 +687,12 @@ func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, w
 	if err != nil {
 		return err
 	}
+	values := "values-prod.yaml"
+	var keys []string
 	sync := func(what string) error {
-		args := []string{"sync", "--repo", dir, "--namespace", ns, "--name", name, "--helm-values", "values-prod.yaml",
+		args := []string{"sync", "--repo", dir, "--namespace", ns, "--name", name, "--helm-values", values,
 			"--kubeconfig", kubeconfig, "--log-format", "text", "--cache-dir", filepath.Join(work, "chart-cache")}
+		args = append(args, keys...)
 		cmd := exec.Command(recondBin, args...)
 		var out strings.Builder
 		cmd.Stderr = &out
@@ -696,7 +700,7 @@ func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, w
 			return fmt.Errorf("recond sync (%s): %w\n%s", what, err, out.String())
 		}
 		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-			if strings.Contains(line, " tick ") || strings.Contains(line, "hook") {
+			if strings.Contains(line, " tick ") || strings.Contains(line, "hook") || strings.Contains(line, " difference ") {
 				fmt.Println("  " + line)
 			}
 		}
@@ -745,7 +749,59 @@ func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, w
 		return err
 	}
 	fmt.Printf("generated password %s (the same: docs/helm.md)\n", again)
-	return nil
+	return sopsStep(ctx, cs, repo, sops, ns, name, &values, &keys, sync)
+}
+
+// sopsStep commits a SOPS-encrypted values file to the chart's repository:
+// recond decrypts it in-process with the demo's age key, the chart makes a
+// Secret of it, and a rotated key shows in the difference line as masks.
+func sopsStep(ctx context.Context, cs kubernetes.Interface, repo *demoRepo, sops, ns, name string, values *string,
+	keys *[]string, sync func(string) error) error {
+	say("a SOPS-encrypted values file (%s), decrypted by recond itself with an age key: no sops binary, no KMS", sops)
+	read := func(f string) (string, error) {
+		b, err := os.ReadFile(filepath.Join(sops, f))
+		return string(b), err
+	}
+	enc, err := read("secrets-prod.yaml")
+	if err != nil {
+		return err
+	}
+	rotated, err := read("secrets-prod-rotated.yaml")
+	if err != nil {
+		return err
+	}
+	sha, err := repo.edit("an API key, encrypted", map[string]func(string) string{"secrets-prod.yaml": func(string) string { return enc }})
+	if err != nil {
+		return err
+	}
+	*values = "values-prod.yaml,secrets-prod.yaml"
+	*keys = []string{"--sops-age-keys-file", filepath.Join(sops, "age.agekey")}
+	// Each new revision is an upgrade: the chart's pre-upgrade hook runs
+	// first, and the demo plays the Job controller for it.
+	upgrade := func(what string) error {
+		if err := sync(what); err != nil {
+			return err
+		}
+		if err := completeJob(ctx, cs, ns, name+"-shop-migrate"); err != nil {
+			return err
+		}
+		return sync(what + ", after the hook")
+	}
+	fmt.Printf("committed %s: secrets-prod.yaml holds apiKey: ENC[AES256_GCM,...]; recond sync --helm-values %s --sops-age-keys-file %s\n",
+		sha[:12], *values, filepath.Join(sops, "age.agekey"))
+	if err := upgrade("encrypted values"); err != nil {
+		return err
+	}
+	s, err := cs.CoreV1().Secrets(ns).Get(ctx, name+"-shop-api", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Secret %s-shop-api holds the decrypted key (%d characters); no output of recond shows it\n", name, len(s.Data["apiKey"]))
+	if sha, err = repo.edit("rotate the API key", map[string]func(string) string{"secrets-prod.yaml": func(string) string { return rotated }}); err != nil {
+		return err
+	}
+	fmt.Printf("committed %s: the API key rotated; the difference shows that it changed, never what it is\n", sha[:12])
+	return upgrade("rotated key")
 }
 
 // completeJob plays the Job controller: Job name's Complete condition

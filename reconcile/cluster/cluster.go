@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,6 +47,21 @@ type Client struct {
 	versionMu sync.Mutex
 	version   string
 	versionAt time.Time
+
+	// sensitive tells the objects that hold a decrypted value, whose
+	// errors are concealed like a Secret's (ConcealErrorsOf).
+	sensitive atomic.Pointer[func(*unstructured.Unstructured) bool]
+}
+
+// ConcealErrorsOf makes Apply conceal the API server's message, as it does
+// for a Secret, for every object that sensitive says holds a decrypted
+// value (the message may quote it). Nil conceals Secrets' only.
+func (c *Client) ConcealErrorsOf(sensitive func(*unstructured.Unstructured) bool) {
+	if sensitive == nil {
+		c.sensitive.Store(nil)
+		return
+	}
+	c.sensitive.Store(&sensitive)
 }
 
 // RediscoverAfter is the least time between two discovery refreshes made
@@ -195,8 +211,12 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryR
 	}
 	out, err := ri.Apply(ctx, obj.GetName(), obj, opts)
 	if err != nil {
-		if se := secretSafe("apply", obj, err); se != err {
-			return nil, se // never the server's message about a Secret
+		var sensitive func(*unstructured.Unstructured) bool
+		if f := c.sensitive.Load(); f != nil {
+			sensitive = *f
+		}
+		if se := concealed("apply", obj, err, sensitive); se != err {
+			return nil, se // never the server's message about a Secret, or an object holding a decrypted value
 		}
 		return nil, fmt.Errorf("apply %s/%s: %w", obj.GetKind(), obj.GetName(), err)
 	}

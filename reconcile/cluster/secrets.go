@@ -38,13 +38,30 @@ func (e *SecretError) Unwrap() error { return e.err }
 // An error without an API status (a cancellation, a connection refused)
 // names URLs and the object, not its content, and is kept.
 func secretSafe(op string, obj *unstructured.Unstructured, err error) error {
+	if obj.GetKind() != "Secret" || obj.GroupVersionKind().Group != "" {
+		return err
+	}
+	return conceal(op, obj, err, "about a Secret is not shown: it may quote a value")
+}
+
+// concealed is secretSafe for any object: its error is a *SecretError
+// when obj is a Secret or sensitive says it holds a decrypted value.
+func concealed(op string, obj *unstructured.Unstructured, err error, sensitive func(*unstructured.Unstructured) bool) error {
+	if se := secretSafe(op, obj, err); se != err || err == nil || sensitive == nil || !sensitive(obj) {
+		return se
+	}
+	return conceal(op, obj, err, "is not shown: the object holds a decrypted value, which it may quote")
+}
+
+// conceal returns err as a *SecretError when it carries an API status.
+func conceal(op string, obj *unstructured.Unstructured, err error, why string) error {
 	var status apierrors.APIStatus
-	if err == nil || obj.GetKind() != "Secret" || obj.GroupVersionKind().Group != "" || !errors.As(err, &status) {
+	if err == nil || !errors.As(err, &status) {
 		return err
 	}
 	st := status.Status()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s Secret/%s: %s (%d)", op, obj.GetName(), safeText(string(apierrors.ReasonForError(err)), "unknown reason"), st.Code)
+	fmt.Fprintf(&b, "%s %s/%s: %s (%d)", op, obj.GetKind(), obj.GetName(), safeText(string(apierrors.ReasonForError(err)), "unknown reason"), st.Code)
 	if strings.Contains(st.Message, "illegal base64 data") {
 		// A fixed phrase of the API server (a value under data that is
 		// not base64), quoting nothing; classification reads it.
@@ -68,7 +85,7 @@ func secretSafe(op string, obj *unstructured.Unstructured, err error) error {
 			b.WriteString(sep + safeField(c.Field) + " " + safeText(string(c.Type), "cause"))
 		}
 	}
-	b.WriteString(" (the API server's message about a Secret is not shown: it may quote a value)")
+	b.WriteString(" (the API server's message " + why + ")")
 	return &SecretError{Op: op, Name: obj.GetName(), text: b.String(), err: err}
 }
 

@@ -39,6 +39,15 @@ type walker struct {
 	// every difference: the object is a Secret.
 	secret bool
 	salt   []byte
+	// sensitive masks, in any object, a difference that holds one of its
+	// values (and a removal from an object, root, that holds one).
+	sensitive *Sensitive
+	root      map[string]any
+	// masked are the fields both objects' MaskedFieldsAnnotation name,
+	// read at the first difference (liveRoot is the live object).
+	liveRoot     map[string]any
+	masked       []string
+	maskedLoaded bool
 	// certain is set once a difference has a live value: real drift rather
 	// than a field the server may have transformed away.
 	certain bool
@@ -49,7 +58,7 @@ func newWalker(opts Options, skips []string, gvk schema.GroupVersionKind) *walke
 	w := &walker{
 		skip:  make(map[string]bool, len(skips)+len(opts.IgnoreAnnotations)),
 		types: opts.Types, gvk: gvk, stack: make([]string, 0, 16),
-		secret: isSecret(gvk), salt: opts.SecretSalt,
+		secret: isSecret(gvk), salt: opts.SecretSalt, sensitive: opts.Sensitive,
 	}
 	for _, p := range skips {
 		w.skip[p] = true
@@ -66,10 +75,28 @@ func (w *walker) add(path string, live, desired any) {
 	if live != nil {
 		w.certain = true
 	}
-	if w.secret {
+	switch {
+	case w.sensitive != nil && (w.sensitive.In(live) || w.sensitive.In(desired) || desired == nil && w.sensitive.In(w.root)),
+		inMasked(path, w.maskedFields()):
+		// A decrypted value (or the old value of a field removed from an
+		// object that holds one, or of a field that held one when it was
+		// written): both sides are masked, anywhere.
+		live, desired = w.maskAll(path, live), w.maskAll(path, desired)
+	case w.secret:
 		live, desired = w.mask(path, live), w.mask(path, desired)
 	}
 	w.diffs = append(w.diffs, FieldDiff{Path: path, Live: live, Desired: desired})
+}
+
+// maskedFields are the fields the compared objects' MaskedFieldsAnnotation
+// name (read once, at the first difference: a converged object costs
+// nothing).
+func (w *walker) maskedFields() []string {
+	if !w.maskedLoaded {
+		w.maskedLoaded = true
+		w.masked = append(maskedFields(w.root), maskedFields(w.liveRoot)...)
+	}
+	return w.masked
 }
 
 func (w *walker) sorted() []FieldDiff {

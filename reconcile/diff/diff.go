@@ -78,6 +78,9 @@ type Options struct {
 	// differences (see FieldDiff). Empty uses a random salt made once per
 	// process, so a mask never is a plain hash of the value.
 	SecretSalt []byte
+	// Sensitive are values masked wherever a difference shows them, in any
+	// object (decrypted values; see Sensitive). Nil masks only Secrets.
+	Sensitive *Sensitive
 }
 
 // Object compares a desired object with the live one. A nil live object
@@ -95,6 +98,7 @@ func Object(desired, live *unstructured.Unstructured, opts Options) Change {
 
 	w := newWalker(opts, desiredSkips, desired.GroupVersionKind())
 	w.secret = w.secret || isSecret(live.GroupVersionKind())
+	w.root, w.liveRoot = desired.Object, live.Object
 	w.subset("", "", "", desired.Object, live.Object)
 	w.removals(desired.Object, live.Object, owned(live, opts.Manager))
 	if len(w.diffs) > 0 {
@@ -165,6 +169,7 @@ func Equivalent(dryRun, live *unstructured.Unstructured, opts Options) []FieldDi
 	}
 	w := newWalker(opts, equivalentSkips, gvk)
 	w.secret = w.secret || (live != nil && isSecret(live.GroupVersionKind()))
+	w.root, w.liveRoot = d, l
 	w.full("", "", "", d, l)
 	return w.sorted()
 }

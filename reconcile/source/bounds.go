@@ -70,6 +70,8 @@ type budget struct {
 	// secrets is what the render knows to be secret: no error of it may
 	// quote any of it (safe).
 	secrets secretMaterial
+	// dec decrypts the render's SOPS-encrypted files (decrypt.go).
+	dec decryption
 }
 
 // safe is err with every secret value the render knows of removed from

@@ -88,6 +88,15 @@
 // own included, wherever the render runs. The display URL has no user
 // information, query or fragment, and fetch errors lose the query too.
 //
+// SOPS-encrypted files (age keys of Config.SOPSAgeKeysFile, read at every
+// render) are decrypted as they are read, in-process with package sops
+// (decrypt.go; docs/secrets.md): Secret manifests, a secretGenerator's
+// sources and Helm values files; any other encrypted file fails with
+// reason invalid, and one no key opens with reason auth (an *Error
+// wrapping a *DecryptError that names the file and its recipients). The
+// MAC is always verified. [Source.SensitiveValues] tells the values a
+// render decrypted that are secret wherever a template copies them.
+//
 // With Config.VerifyCommits, Fetch refuses a revision whose commit (or, when
 // the ref names an annotated tag, whose tag) is not signed by a key of
 // Config.TrustedKeysFile, cached or not, with a *[SignatureError] naming the

@@ -21,7 +21,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	c.Helm.HelmOptions.BindFlags(fs)
 	fs.BoolVar(&c.VerifyCommits, "verify-commits", false, "render only commits (or, for a tag --ref, annotated tags) signed by a key in --trusted-keys-file")
 	fs.StringVar(&c.TrustedKeysFile, "trusted-keys-file", "", "armored OpenPGP public keys trusted to sign commits (with --verify-commits)")
+	fs.StringVar(&c.SOPSAgeKeysFile, FlagSOPSAgeKeysFile, "", "file of age identities (AGE-SECRET-KEY-1..., as SOPS_AGE_KEY_FILE) that decrypt the repository's SOPS-encrypted Secrets, secretGenerator sources and Helm values files; read at every render")
 }
+
+// FlagSOPSAgeKeysFile names Config.SOPSAgeKeysFile's flag.
+const FlagSOPSAgeKeysFile = "sops-age-keys-file"
 
 // Validate checks the fields BindFlags binds.
 func (c *Config) Validate() error {

@@ -62,6 +62,11 @@ type Config struct {
 	// TrustedKeysFile (armored OpenPGP public keys, read at every fetch).
 	VerifyCommits   bool
 	TrustedKeysFile string
+
+	// SOPSAgeKeysFile holds the age identities (AGE-SECRET-KEY-1...) that
+	// decrypt the revision's SOPS-encrypted files, read at every render
+	// (decrypt.go); "" decrypts nothing.
+	SOPSAgeKeysFile string
 }
 
 // Revision is the outcome of a Fetch.
@@ -112,6 +117,8 @@ type Source struct {
 	// instance's seed, once a chart's render needed it (withSeed).
 	chart chartAt
 	seed  []byte
+	// sensitive is what the last render decrypted (decrypt.go).
+	sensitive sensitiveAt
 }
 
 // New validates cfg and returns a Source. It does not touch the network or

@@ -129,9 +129,10 @@ func (s *Source) renderFailed(sha string, err error) {
 	var (
 		me *ManifestError
 		we *workerError
+		de *DecryptError
 	)
 	if s.kind == kindLocal || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.As(err, &me) && !readFault(err) || errors.As(err, &we) {
+		errors.As(err, &me) && !readFault(err) || errors.As(err, &we) || errors.As(err, &de) {
 		return
 	}
 	s.mu.Lock()

@@ -229,6 +229,13 @@ func differingPaths(a, b any, at []string, out [][]string) [][]string {
 // functions whose output cannot be repeated had.
 func renderChart(ctx context.Context, tfs *treeFS, dir string, req helmRequest) (map[string]string, int64, *chartv2.Chart, error) {
 	label := helmLabel(dir)
+	// A values file inside the chart is read with the chart's files too:
+	// as a values file, which may be SOPS-encrypted (decrypt.go).
+	for _, f := range req.Values {
+		if n, err := tfs.lookup(abs(path.Clean(f))); err == nil && n.file != nil {
+			tfs.b.dec.setRole(n.path, roleValues)
+		}
+	}
 	ch, err := loadChart(tfs, dir)
 	if err != nil {
 		return nil, 0, nil, err
@@ -426,10 +433,19 @@ func checkDependencies(ch *chartv2.Chart) error {
 func helmValues(tfs *treeFS, files []string) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, f := range files {
-		data, err := tfs.ReadFile(abs(path.Clean(f)))
+		n, err := tfs.lookup(abs(path.Clean(f)))
+		var data []byte
+		if err == nil {
+			// A values file may be SOPS-encrypted (decrypt.go).
+			tfs.b.dec.setRole(n.path, roleValues)
+			data, err = tfs.read(n)
+		}
 		if err != nil {
-			var me *ManifestError
-			if errors.As(err, &me) {
+			var (
+				me *ManifestError
+				de *DecryptError
+			)
+			if errors.As(err, &me) || errors.As(err, &de) {
 				return nil, err
 			}
 			return nil, &ManifestError{File: f, Err: fmt.Errorf("values file (--%s): %w", FlagHelmValues, err)}

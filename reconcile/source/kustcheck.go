@@ -131,24 +131,37 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 				}
 			}
 		}
-		gens := make([]types.GeneratorArgs, 0, len(k.ConfigMapGenerator)+len(k.SecretGenerator))
+		type generator struct {
+			types.GeneratorArgs
+			role fileRole // what its sources are read as (decrypt.go)
+		}
+		gens := make([]generator, 0, len(k.ConfigMapGenerator)+len(k.SecretGenerator))
 		for _, g := range k.ConfigMapGenerator {
-			gens = append(gens, g.GeneratorArgs)
+			gens = append(gens, generator{g.GeneratorArgs, rolePlain})
 		}
 		for _, g := range k.SecretGenerator {
-			gens = append(gens, g.GeneratorArgs)
+			gens = append(gens, generator{g.GeneratorArgs, roleGenerator})
+		}
+		source := func(field, entry string, role fileRole) error {
+			if err := check(field, entry, false); err != nil {
+				return err
+			}
+			if n, err := tfs.r.resolve(path.Join(dir, entry)); err == nil && n.file != nil {
+				tfs.b.dec.setRole(n.path, role)
+			}
+			return nil
 		}
 		for _, g := range gens {
 			for _, f := range g.FileSources {
 				if _, after, ok := strings.Cut(f, "="); ok { // "key=path"
 					f = after
 				}
-				if err := check("files", f, false); err != nil {
+				if err := source("files", f, g.role); err != nil {
 					return err
 				}
 			}
 			for _, f := range g.EnvSources {
-				if err := check("envs", f, false); err != nil {
+				if err := source("envs", f, g.role); err != nil {
 					return err
 				}
 			}
@@ -230,8 +243,12 @@ func checkHelmCharts(tfs *treeFS, dir string, k *types.Kustomization) error {
 			if f == "" {
 				continue
 			}
-			if _, err := checkEntry(tfs, dir, f); err != nil {
+			n, err := checkEntry(tfs, dir, f)
+			if err != nil {
 				return fmt.Errorf("helmCharts %q: values file %q: %w", c.Name, f, err)
+			}
+			if n.file != nil {
+				tfs.b.dec.setRole(n.path, roleValues) // may be SOPS-encrypted (decrypt.go)
 			}
 		}
 	}

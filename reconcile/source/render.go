@@ -95,18 +95,33 @@ func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
 		return nil, err
 	}
 	b := &budget{lim: s.cfg.Limits.withDefaults()}
+	b.dec.readKeys(s.cfg.SOPSAgeKeysFile)
+	ms, err := s.renderWith(ctx, repo, sha, root, dir, b)
+	if err != nil {
+		return nil, b.safe(err) // no error quotes a secret value (secrets.go)
+	}
+	at := sensitiveAt{sha: sha, values: b.dec.secretValues()}
+	if s.cfg.SOPSAgeKeysFile != "" {
+		fp := b.dec.fingerprint()
+		at.keys = &fp
+	}
+	s.mu.Lock()
+	s.sensitive = at
+	s.mu.Unlock()
+	return ms, nil
+}
+
+// renderWith renders the revision's chart, kustomization or plain files.
+func (s *Source) renderWith(ctx context.Context, repo *git.Repository, sha string, root, dir Dir, b *budget) ([]Manifest, error) {
 	if e, err := dir.Entry(chartFile); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
-		ms, err := s.helm(ctx, repo, sha, root, b)
-		return ms, b.safe(err) // no error quotes a secret value (secrets.go)
+		return s.helm(ctx, repo, sha, root, b)
 	}
 	for _, name := range kustomizationFiles {
 		if e, err := dir.Entry(name); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
-			ms, err := s.kustomize(ctx, repo, sha, root, b)
-			return ms, b.safe(err) // no error quotes a secret value (secrets.go)
+			return s.kustomize(ctx, repo, sha, root, b)
 		}
 	}
-	ms, err := readDir(ctx, root, dir, s.dir, b)
-	return ms, b.safe(err)
+	return readDir(ctx, root, dir, s.dir, b)
 }
 
 // tree opens the repository and returns the commit's files: the root and
@@ -205,6 +220,9 @@ func readDir(ctx context.Context, root, dir Dir, base string, b *budget) ([]Mani
 		}
 		content, err := b.readFile(name, blob)
 		if err != nil {
+			return nil, err
+		}
+		if content, err = b.decrypt(name, content); err != nil {
 			return nil, err
 		}
 		ms, err := b.decode(name, content)
@@ -325,7 +343,7 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 	read := b.read.Load()
 	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
 		if s.cfg.Worker != nil {
-			return s.renderInWorker(ctx, sha, b.lim, helmLabel(s.dir), &req, true)
+			return s.renderInWorker(ctx, sha, b, helmLabel(s.dir), &req, true)
 		}
 		b.read.Store(read) // a render again with the seed reads the same files: count them once
 		return inGoroutine(ctx, func() ([]byte, error) { return helmBuild(ctx, root, s.dir, b, req) })
@@ -448,7 +466,7 @@ func (s *Source) kustomize(ctx context.Context, repo *git.Repository, sha string
 	read := b.read.Load()
 	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
 		if s.cfg.Worker != nil {
-			return s.renderInWorker(ctx, sha, b.lim, label, &req, false)
+			return s.renderInWorker(ctx, sha, b, label, &req, false)
 		}
 		b.read.Store(read) // a render again with the seed reads the same files: count them once
 		return kustomizeInProcess(ctx, root, s.dir, b, req)
@@ -558,10 +576,16 @@ func kustomizeBuild(ctx context.Context, root Dir, dir string, b *budget, req he
 // renderFault returns err as a *ManifestError (of label when it is not one
 // already), except for cancellation, which is returned as it is.
 func renderFault(err error, label string) error {
-	var me *ManifestError
+	var (
+		me *ManifestError
+		se *Error
+		de *DecryptError
+	)
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
+	case errors.As(err, &se) && errors.As(err, &de):
+		return se // no key opens a SOPS file: reason auth, not the manifest's
 	case errors.As(err, &me):
 		return me
 	}

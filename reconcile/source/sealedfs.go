@@ -216,6 +216,9 @@ func (f *treeFS) read(n *node) ([]byte, error) {
 	if err != nil {
 		return nil, f.record(err)
 	}
+	if data, err = f.b.decrypt(n.path, data); err != nil {
+		return nil, f.record(err)
+	}
 	if err := f.ctx.Err(); err != nil {
 		return nil, f.record(err)
 	}

@@ -88,6 +88,12 @@ type workerRequest struct {
 	Helm *helmRequest `json:"helm,omitempty"`
 	// Chart renders the chart at Dir; else kustomize builds it.
 	Chart bool `json:"chart,omitempty"`
+	// AgeKeys is the content of the age keys file that decrypts SOPS
+	// files (decrypt.go), KeysFile its name and KeysErr why it could not be
+	// read: the worker reads nothing of recond's.
+	AgeKeys  []byte `json:"ageKeys,omitempty"`
+	KeysFile string `json:"keysFile,omitempty"`
+	KeysErr  string `json:"keysErr,omitempty"`
 }
 
 // workerHeader is the first line of the worker's answer; Len bytes of
@@ -95,6 +101,9 @@ type workerRequest struct {
 type workerHeader struct {
 	Err *wireError `json:"err,omitempty"`
 	Len int64      `json:"len"`
+	// Sensitive are the decrypted values that are secret wherever they
+	// appear (decrypt.go).
+	Sensitive []string `json:"sensitive,omitempty"`
 }
 
 // wireError carries a render error across the pipe with what callers ask
@@ -109,6 +118,9 @@ type wireError struct {
 	ReadFault bool        `json:"readFault,omitempty"`
 	NoSeed    bool        `json:"noSeed,omitempty"` // ErrNoSeed
 	Reason    Reason      `json:"reason,omitempty"` // an *Error's
+	// Decrypt is a *DecryptError's file; Recipients its recipients.
+	Decrypt    string   `json:"decrypt,omitempty"`
+	Recipients []string `json:"recipients,omitempty"`
 }
 
 func toWire(err error) *wireError {
@@ -120,6 +132,10 @@ func toWire(err error) *wireError {
 	var me *ManifestError
 	if errors.As(err, &me) {
 		w.Manifest, w.File, w.Object, w.Msg = true, me.File, me.Object, me.Err.Error()
+	}
+	var de *DecryptError
+	if errors.As(err, &de) {
+		w.Decrypt, w.Recipients = de.File, de.Recipients
 	}
 	if len(w.Msg) > maxWireMsg {
 		w.Msg = w.Msg[:maxWireMsg] + "... (cut)"
@@ -140,6 +156,8 @@ func (w *wireError) err() error {
 		err = &objectReadError{err}
 	case w.NoSeed:
 		err = fmt.Errorf("%s%w", strings.TrimSuffix(w.Msg, ErrNoSeed.Error()), ErrNoSeed)
+	case w.Decrypt != "":
+		err = &DecryptError{File: w.Decrypt, Recipients: w.Recipients, Err: err}
 	}
 	if w.Reason != "" {
 		err = &Error{Reason: w.Reason, Err: err}
@@ -178,6 +196,10 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 		s.kind, s.local = kindLocal, req.Repo
 	}
 	b := &budget{lim: req.Limits.withDefaults()}
+	b.dec.keys, b.dec.keysFile = req.AgeKeys, req.KeysFile
+	if req.KeysErr != "" {
+		b.dec.keysErr = errors.New(req.KeysErr)
+	}
 	yaml, err := func() ([]byte, error) {
 		_, root, _, err := s.tree(req.SHA)
 		if err != nil {
@@ -193,7 +215,7 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 		return kustomizeBuild(context.Background(), root, req.Dir, b, h)
 	}()
 	w := bufio.NewWriter(out)
-	h := workerHeader{Len: int64(len(yaml))}
+	h := workerHeader{Len: int64(len(yaml)), Sensitive: b.dec.secretValues()}
 	if err != nil {
 		h = workerHeader{Err: toWire(err)}
 	}
@@ -260,13 +282,18 @@ func vmSize() (uint64, error) {
 
 // renderInWorker builds the kustomization at s.dir (helm nil) or renders
 // the chart there in a worker process and returns its YAML output.
-func (s *Source) renderInWorker(ctx context.Context, sha string, lim Limits, label string, helm *helmRequest, chart bool) ([]byte, error) {
+func (s *Source) renderInWorker(ctx context.Context, sha string, b *budget, label string, helm *helmRequest, chart bool) ([]byte, error) {
 	w := s.cfg.Worker
 	mem := w.MaxMemory
 	if mem <= 0 {
 		mem = DefaultWorkerMemory
 	}
-	req := workerRequest{Repo: s.cache, SHA: sha, Dir: s.dir, Limits: lim, MaxMemory: mem, Helm: helm, Chart: chart}
+	lim := b.lim
+	req := workerRequest{Repo: s.cache, SHA: sha, Dir: s.dir, Limits: lim, MaxMemory: mem, Helm: helm, Chart: chart,
+		AgeKeys: b.dec.keys, KeysFile: b.dec.keysFile}
+	if b.dec.keysErr != nil {
+		req.KeysErr = b.dec.keysErr.Error()
+	}
 	if s.kind == kindLocal {
 		req.Repo, req.Local = s.local, true
 	}
@@ -288,13 +315,14 @@ func (s *Source) renderInWorker(ctx context.Context, sha string, lim Limits, lab
 		return nil, &workerError{fmt.Errorf("start the render worker %s: %w", w.Path, err)}
 	}
 	type answer struct {
-		out []byte
-		err error
+		out       []byte
+		sensitive []string
+		err       error
 	}
 	read := make(chan answer, 1)
 	go func() {
-		out, err := readAnswer(stdout, lim.withDefaults().MaxBytes, label)
-		read <- answer{out, err}
+		out, sensitive, err := readAnswer(stdout, lim.withDefaults().MaxBytes, label)
+		read <- answer{out, sensitive, err}
 	}()
 	var ans answer
 	select {
@@ -309,6 +337,10 @@ func (s *Source) renderInWorker(ctx context.Context, sha string, lim Limits, lab
 		// without writing any (it is exiting): wait for the exit.
 		werr := cmd.Wait()
 		if ans.err == nil {
+			b.dec.addValues(ans.sensitive...)
+			for _, v := range ans.sensitive {
+				b.secrets.addGenerated(v)
+			}
 			return ans.out, nil
 		}
 		return nil, workerDied(werr, stderr.String(), mem, req.CPU, label)
@@ -386,32 +418,33 @@ var errNoAnswer = errors.New("no answer")
 
 // readAnswer reads the worker's header line and output, refusing an
 // output over maxBytes.
-func readAnswer(r io.Reader, maxBytes int64, label string) ([]byte, error) {
-	br := bufio.NewReader(io.LimitReader(r, maxBytes+(1<<20)))
+func readAnswer(r io.Reader, maxBytes int64, label string) ([]byte, []string, error) {
+	// The header carries the decrypted values too: at most what was read.
+	br := bufio.NewReader(io.LimitReader(r, 2*maxBytes+(1<<20)))
 	line, err := br.ReadBytes('\n')
 	if err != nil {
 		if errors.Is(err, io.EOF) && len(line) == 0 {
-			return nil, errNoAnswer
+			return nil, nil, errNoAnswer
 		}
 		// Cut short, or longer than any answer may be: the caller kills
 		// the worker, which may still be writing.
-		return nil, fmt.Errorf("read the render worker's answer (%d bytes of its first line): %w", len(line), err)
+		return nil, nil, fmt.Errorf("read the render worker's answer (%d bytes of its first line): %w", len(line), err)
 	}
 	var h workerHeader
 	if err := json.Unmarshal(line, &h); err != nil {
-		return nil, fmt.Errorf("read the render worker's answer: %w", err)
+		return nil, nil, fmt.Errorf("read the render worker's answer: %w", err)
 	}
 	if h.Err != nil {
-		return nil, h.Err.err()
+		return nil, nil, h.Err.err()
 	}
 	if h.Len < 0 || h.Len > maxBytes {
-		return nil, newLimitError(LimitBytes, h.Len, maxBytes, label)
+		return nil, nil, newLimitError(LimitBytes, h.Len, maxBytes, label)
 	}
 	out := make([]byte, h.Len)
 	if _, err := io.ReadFull(br, out); err != nil {
-		return nil, fmt.Errorf("read the render worker's answer: %w", err)
+		return nil, nil, fmt.Errorf("read the render worker's answer: %w", err)
 	}
-	return out, nil
+	return out, h.Sensitive, nil
 }
 
 // workerDied explains a worker that exited without an answer. Running out

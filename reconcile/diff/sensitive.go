@@ -1,0 +1,203 @@
+package diff
+
+import (
+	"encoding/base64"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Sensitive are values that are secret wherever they appear, not only in a
+// Secret's data: the values recond decrypted (a Helm values file's
+// encrypted values, which a template may copy into a ConfigMap or an
+// environment variable). A difference whose live or desired value holds
+// one is masked like a Secret's (see FieldDiff), both sides; so is a field
+// removed from an object that holds one, whose old value may be an older
+// secret. A nil *Sensitive holds nothing.
+//
+// A value is found as it is, and base64-encoded (a template's b64enc, a
+// ConfigMap's binaryData). A value shorter than MinSensitive is found only
+// as a whole field, so that "1" does not mask every number. A value a
+// template transforms otherwise (a part of it encoded, upper-cased,
+// hashed) is not recognised: docs/secrets.md says to keep decrypted values
+// in Secrets.
+type Sensitive struct {
+	long  []string        // found inside a field's text
+	whole map[string]bool // found as a field's whole text
+}
+
+// MinSensitive is the length from which a sensitive value is found inside
+// a longer text.
+const MinSensitive = 4
+
+// NewSensitive returns the matcher of values; nil when there are none.
+// The booleans "true" and "false" are never sensitive (one bit, and a mask
+// on every flag would hide what changed).
+func NewSensitive(values ...[]string) *Sensitive {
+	s := &Sensitive{whole: map[string]bool{}}
+	seen := map[string]bool{}
+	add := func(v string) {
+		if v == "" || seen[v] {
+			return
+		}
+		seen[v] = true
+		if len(v) < MinSensitive {
+			s.whole[v] = true
+			return
+		}
+		s.long = append(s.long, v)
+	}
+	for _, vs := range values {
+		for _, v := range vs {
+			if v = strings.TrimSpace(v); v == "" || v == "true" || v == "false" {
+				continue
+			}
+			add(v)
+			add(base64.StdEncoding.EncodeToString([]byte(v)))
+		}
+	}
+	if len(s.long) == 0 && len(s.whole) == 0 {
+		return nil
+	}
+	return s
+}
+
+// Values are the values s finds (base64 forms included), for a caller
+// that must remove them from a text.
+func (s *Sensitive) Values() []string {
+	if s == nil {
+		return nil
+	}
+	out := make([]string, 0, len(s.long)+len(s.whole))
+	out = append(out, s.long...)
+	for v := range s.whole {
+		out = append(out, v)
+	}
+	return out
+}
+
+// In reports whether v (a decoded JSON value: a map, a list or a scalar)
+// holds a sensitive value anywhere.
+func (s *Sensitive) In(v any) bool {
+	if s == nil {
+		return false
+	}
+	switch x := v.(type) {
+	case nil:
+		return false
+	case map[string]any:
+		for k, c := range x {
+			if s.text(k) || s.In(c) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		for _, c := range x {
+			if s.In(c) {
+				return true
+			}
+		}
+		return false
+	case string:
+		return s.text(x)
+	case int64:
+		return s.text(strconv.FormatInt(x, 10))
+	case float64:
+		return s.text(strconv.FormatFloat(x, 'f', -1, 64))
+	case bool:
+		return false
+	}
+	return false
+}
+
+func (s *Sensitive) text(t string) bool {
+	if s.whole[strings.TrimSpace(t)] {
+		return true
+	}
+	for _, v := range s.long {
+		if strings.Contains(t, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// MaskedFieldsAnnotation names, on an object that holds a decrypted value,
+// the fields that hold one: comma-separated paths of map keys, each cut at
+// the first list ("data.url", "spec.template.spec.containers"). recond
+// writes it with the object, so that whatever process compares that object
+// later (a `recond diff` of a revision that no longer decrypts the value, a
+// restarted recond) masks every difference in those fields, on both sides:
+// the live object may still hold an old decrypted value that no process
+// knows any more. It names paths, never a value.
+const MaskedFieldsAnnotation = "recond.dev/masked-fields"
+
+// Fields are the fields of obj (a decoded object) that hold a sensitive
+// value, as MaskedFieldsAnnotation writes them, sorted; nil for none.
+func (s *Sensitive) Fields(obj map[string]any) []string {
+	if s == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				if path == "" && k == "metadata" {
+					// Only labels and annotations may hold a value there.
+					m, _ := c.(map[string]any)
+					for _, f := range []string{"labels", "annotations"} {
+						walk("metadata."+f, m[f])
+					}
+					continue
+				}
+				walk(join(path, k), c)
+			}
+		case []any:
+			if s.In(x) {
+				seen[path] = true
+			}
+		default:
+			if s.In(x) {
+				seen[path] = true
+			}
+		}
+	}
+	walk("", obj)
+	if len(seen) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// maskedFields are the fields an object's MaskedFieldsAnnotation names.
+func maskedFields(obj map[string]any) []string {
+	md, _ := obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	v, _ := ann[MaskedFieldsAnnotation].(string)
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// inMasked reports whether a difference at path touches one of fields: it
+// lies within one, or holds one.
+func inMasked(path string, fields []string) bool {
+	for _, f := range fields {
+		if f == "" {
+			continue
+		}
+		if within(path, f) || within(f, path) || path == "" {
+			return true
+		}
+	}
+	return false
+}

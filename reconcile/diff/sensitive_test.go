@@ -1,0 +1,153 @@
+package diff
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A decrypted value that a template copied into a ConfigMap, a
+// Deployment's environment or a label is masked in every difference that
+// shows it, on both sides (a rotation shows neither the old nor the new
+// value), as it is or base64-encoded; a difference without one is shown as
+// it is; a field removed from an object that holds one is masked.
+func TestSensitiveValuesAreMasked(t *testing.T) {
+	v1, v2 := randomValue(t), randomValue(t)
+	cm := func(body string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: shop\n" +
+			"  managedFields:\n  - manager: recond\n    operation: Apply\n    apiVersion: v1\n    fieldsType: FieldsV1\n" +
+			"    fieldsV1: {f:data: {f:url: {}, f:password: {}, f:old: {}, f:mode: {}}, f:binaryData: {f:blob: {}}}\n" + body
+	}
+	tests := []struct {
+		name          string
+		desired, live string
+		sensitive     []string
+		// masked lists, for each difference by path, whether its values
+		// must be masks.
+		masked map[string]bool
+	}{
+		{
+			name:      "rotated value copied into a ConfigMap",
+			desired:   cm("data: {password: " + v2 + ", mode: fast}\n"),
+			live:      cm("data: {password: " + v1 + ", mode: slow}\n"),
+			sensitive: []string{v1, v2},
+			masked:    map[string]bool{"data.password": true, "data.mode": false},
+		},
+		{
+			name:      "new value inside a longer text; the old one no longer known",
+			desired:   cm("data: {url: \"postgres://app:" + v2 + "@db:5432/shop\"}\n"),
+			live:      cm("data: {url: \"postgres://app:" + v1 + "@db:5432/shop\"}\n"),
+			sensitive: []string{v2},
+			masked:    map[string]bool{"data.url": true},
+		},
+		{
+			name:      "base64-encoded into binaryData",
+			desired:   cm("binaryData: {blob: " + b64(v2) + "}\n"),
+			live:      cm("binaryData: {blob: " + b64(v1) + "}\n"),
+			sensitive: []string{v2},
+			masked:    map[string]bool{"binaryData.blob": true},
+		},
+		{
+			name:      "field removed from an object that holds a value",
+			desired:   cm("data: {password: " + v2 + "}\n"),
+			live:      cm("data: {password: " + v2 + ", old: " + v1 + "}\n"),
+			sensitive: []string{v2},
+			masked:    map[string]bool{"data.old": true},
+		},
+		{
+			name: "a field that held a value when it was written, the value no longer known",
+			desired: cm("data: {url: \"postgres://app@db/shop\", mode: fast}\n"),
+			live: strings.Replace(cm("data: {url: \"postgres://app:"+v1+"@db/shop\", mode: slow}\n"),
+				"  namespace: shop\n", "  namespace: shop\n  annotations: {"+MaskedFieldsAnnotation+": \"binaryData.blob,data.url\"}\n", 1),
+			masked: map[string]bool{"data.url": true, "data.mode": false},
+		},
+		{
+			name:      "no value: shown as it is",
+			desired:   cm("data: {mode: fast}\n"),
+			live:      cm("data: {mode: slow}\n"),
+			sensitive: []string{v1},
+			masked:    map[string]bool{"data.mode": false},
+		},
+		{
+			name: "environment variable of a Deployment",
+			desired: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n" +
+				"      - name: web\n        image: web:2\n        env:\n        - {name: TOKEN, value: " + v2 + "}\n",
+			live: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n" +
+				"      - name: web\n        image: web:1\n        env:\n        - {name: TOKEN, value: " + v1 + "}\n",
+			sensitive: []string{v2},
+			masked: map[string]bool{
+				"spec.template.spec.containers[name=web].env[name=TOKEN].value": true,
+				"spec.template.spec.containers[name=web].image":                 false,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options{Manager: "recond", Sensitive: NewSensitive(tt.sensitive)}
+			c := Object(desiredObj(t, tt.desired), liveObj(t, tt.live), opts)
+			got := map[string]bool{}
+			for _, f := range c.Fields {
+				live, desired := isMask(f.Live), isMask(f.Desired)
+				if f.Live != nil && f.Desired != nil && live != desired {
+					t.Errorf("%s: one side masked, not the other: %v -> %v", f.Path, f.Live, f.Desired)
+				}
+				got[f.Path] = live || desired
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.masked) {
+				t.Errorf("masked differences:\n got %v\nwant %v", got, tt.masked)
+			}
+			assertNoValue(t, c, v1, v2)
+		})
+	}
+}
+
+func isMask(v any) bool {
+	s, ok := v.(string)
+	return ok && maskRE.MatchString(s)
+}
+
+func TestSensitiveIn(t *testing.T) {
+	s := NewSensitive([]string{"hunter2-long", "42", "true", " "})
+	tests := []struct {
+		v    any
+		want bool
+	}{
+		{"x hunter2-long y", true},
+		{b64("hunter2-long"), true},
+		{"42", true},
+		{int64(42), true},
+		{"1425", false}, // a short value only as a whole field
+		{true, false},   // booleans are never sensitive
+		{"true", false},
+		{map[string]any{"a": []any{"b", map[string]any{"c": "hunter2-long"}}}, true},
+		{map[string]any{"hunter2-long": "key"}, true},
+		{map[string]any{"a": []any{"b", int64(7)}}, false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		if got := s.In(tt.v); got != tt.want {
+			t.Errorf("In(%#v) = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+	var none *Sensitive
+	if none.In("hunter2-long") || NewSensitive(nil, []string{"", "false"}) != nil {
+		t.Error("an empty matcher finds something")
+	}
+}
+
+// Fields names the fields that hold a value, cut at the first list, and
+// looks in metadata only at labels and annotations.
+func TestSensitiveFields(t *testing.T) {
+	v := randomValue(t)
+	obj := desiredObj(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: "+v+"\n  annotations: {note: \"key "+v+"\"}\n"+
+		"spec:\n  replicas: 2\n  template:\n    spec:\n      containers:\n      - name: web\n        env:\n        - {name: A, value: "+v+"}\n"+
+		"data: {url: \"x"+v+"x\", plain: y}\n")
+	got := NewSensitive([]string{v}).Fields(obj.Object)
+	want := []string{"data.url", "metadata.annotations.note", "spec.template.spec.containers"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Fields = %v, want %v", got, want)
+	}
+	if got := NewSensitive([]string{"absent-value"}).Fields(obj.Object); got != nil {
+		t.Errorf("Fields without a value = %v, want nil", got)
+	}
+}

@@ -1,0 +1,373 @@
+package source
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"filippo.io/age"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"recond.dev/recond/reconcile/source/sops"
+)
+
+// A revision's SOPS-encrypted files are decrypted as they are read, in the
+// render (in its worker process when there is one), with the age keys of
+// Config.SOPSAgeKeysFile, read at every render: see docs/secrets.md. What
+// a file may hold depends on what reads it (fileRole):
+//
+//   - a manifest (the plain reader's files, a kustomization's resources
+//     and patches): YAML or JSON whose every document is a core/v1
+//     Secret, so that a decrypted value only ever lands where every output
+//     masks it;
+//   - a secretGenerator's file or env: any format SOPS writes (by the
+//     file's extension: YAML, JSON, dotenv, binary), secret as a whole;
+//   - a Helm values file (--helm-values, a helmCharts entry's values
+//     files): YAML, its encrypted values secret wherever a template copies
+//     them (Source.Sensitive);
+//   - a configMapGenerator's file or env: never encrypted.
+//
+// The MAC is always verified (package sops). A file that cannot be
+// decrypted fails the render: reason invalid (a *ManifestError) when it is
+// malformed, tampered with or not allowed where it is read, reason auth (an
+// *Error) when no key opens it. Both name the file, never a value.
+
+// fileRole is what a file of the revision is read as.
+type fileRole int
+
+const (
+	roleManifest  fileRole = iota // manifests: only Secrets may be encrypted
+	roleGenerator                 // a secretGenerator's source: secret as a whole
+	roleValues                    // a Helm values file: its encrypted values are secret
+	rolePlain                     // a configMapGenerator's source: never encrypted
+)
+
+// maxKeysFile bounds the keys file (a key is 74 bytes; the render worker
+// reads a request of at most 1 MiB).
+const maxKeysFile = 256 << 10
+
+// DecryptError is a SOPS-encrypted file that could not be decrypted. It
+// is wrapped in a *ManifestError (reason invalid) or an *Error (reason
+// auth, no key opens it); its text names the file and, for auth, the
+// recipients the file was encrypted for, never a value or a key.
+type DecryptError struct {
+	File string
+	// Recipients are those the file's data key was encrypted for (age
+	// recipients, and the other key types' names) when no key opened it.
+	Recipients []string
+	Err        error
+}
+
+func (e *DecryptError) Error() string { return e.Err.Error() }
+func (e *DecryptError) Unwrap() error { return e.Err }
+
+// decryption is one render's SOPS state: its keys, what each file is read
+// as, the files decrypted so far and the values that became secret. The
+// zero value decrypts nothing (every encrypted file fails with auth). Safe
+// for concurrent use.
+type decryption struct {
+	// keys is the keys file's content as read when the render started
+	// (nil with keysErr: it could not be read; both nil: none given).
+	keys     []byte
+	keysErr  error
+	keysFile string
+
+	idsOnce sync.Once
+	ids     []age.Identity
+	idsErr  error
+
+	mu     sync.Mutex
+	roles  map[string]fileRole
+	plain  map[string][]byte // decrypted files, by repository path
+	values []string          // decrypted values that are secret
+}
+
+// readKeys reads the keys file named by file ("" for none) into d.
+func (d *decryption) readKeys(file string) {
+	d.keysFile = file
+	if file == "" {
+		return
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		d.keysErr = fmt.Errorf("the age keys file (--%s): %w", FlagSOPSAgeKeysFile, err)
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeysFile+1))
+	switch {
+	case err != nil:
+		d.keysErr = fmt.Errorf("the age keys file (--%s): %w", FlagSOPSAgeKeysFile, err)
+	case len(data) > maxKeysFile:
+		d.keysErr = fmt.Errorf("the age keys file (--%s) is larger than %d bytes", FlagSOPSAgeKeysFile, maxKeysFile)
+	default:
+		d.keys = data
+	}
+}
+
+// fingerprint identifies the keys a render used: a changed keys file (or a
+// change in whether it can be read) changes it.
+func (d *decryption) fingerprint() [32]byte {
+	h := sha256.New()
+	h.Write(d.keys)
+	if d.keysErr != nil {
+		h.Write([]byte{0})
+		h.Write([]byte(d.keysErr.Error()))
+	}
+	return [32]byte(h.Sum(nil))
+}
+
+// identities parses the keys once per render, when a file needs them.
+func (d *decryption) identities() ([]age.Identity, error) {
+	d.idsOnce.Do(func() {
+		switch {
+		case d.keysErr != nil:
+			d.idsErr = d.keysErr
+		case d.keysFile == "" && d.keys == nil:
+			d.idsErr = fmt.Errorf("no age keys: recond decrypts SOPS files with the keys of --%s", FlagSOPSAgeKeysFile)
+		default:
+			d.ids, d.idsErr = sops.ParseIdentities(d.keys)
+			if d.idsErr != nil {
+				d.idsErr = fmt.Errorf("the age keys file (--%s): %w", FlagSOPSAgeKeysFile, d.idsErr)
+			}
+		}
+	})
+	return d.ids, d.idsErr
+}
+
+// setRole records what the file at p (a repository path, links resolved)
+// is read as.
+func (d *decryption) setRole(p string, r fileRole) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.roles == nil {
+		d.roles = map[string]fileRole{}
+	}
+	d.roles[p] = r
+}
+
+func (d *decryption) role(p string) fileRole {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.roles[p]
+}
+
+// addValues records decrypted values that are secret.
+func (d *decryption) addValues(vs ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, v := range vs {
+		if v = strings.TrimSpace(v); v != "" {
+			d.values = append(d.values, v)
+		}
+	}
+}
+
+// secretValues are the decrypted values that are secret, each once.
+func (d *decryption) secretValues() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := slices.Clone(d.values)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// maybeSOPS is a cheap look for what every SOPS file holds: its metadata's
+// name and MAC (YAML, JSON, binary: "sops" and "mac"; dotenv: "sops_mac").
+func maybeSOPS(data []byte) bool {
+	return bytes.Contains(data, []byte("sops")) && bytes.Contains(data, []byte("mac"))
+}
+
+// decrypt returns the content of file (a repository path, links resolved)
+// decrypted when it is SOPS-encrypted, else data itself.
+func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
+	if !maybeSOPS(data) {
+		return data, nil
+	}
+	d := &b.dec
+	role := d.role(file)
+	format := sops.FormatOf(file)
+	if role == roleManifest || role == roleValues {
+		// Read as YAML or JSON whatever the name (kustomize and Helm do).
+		format = sops.YAML
+		if looksLikeJSON(data) {
+			format = sops.JSON
+		}
+	}
+	if !sops.Encrypted(format, data) {
+		return data, nil
+	}
+	d.mu.Lock()
+	plain, done := d.plain[file]
+	d.mu.Unlock()
+	if done {
+		return plain, nil
+	}
+	invalid := func(err error) error {
+		return &ManifestError{File: file, Err: &DecryptError{File: file, Err: err}}
+	}
+	switch {
+	case role == rolePlain:
+		return nil, invalid(errors.New("SOPS-encrypted, but a configMapGenerator reads it: a decrypted value would be shown in a ConfigMap; generate a Secret (secretGenerator) from it"))
+	case format == sops.INI:
+		return nil, invalid(errors.New("SOPS-encrypted as INI, which recond does not decrypt: encrypt it as YAML, JSON, dotenv or binary"))
+	}
+	if format == sops.YAML || format == sops.JSON {
+		// The encrypted file is bounded like any other before it is parsed.
+		if err := b.inspect(file, data, false); err != nil {
+			var se *syntaxError
+			if !errors.As(err, &se) {
+				return nil, err
+			}
+		}
+	}
+	ids, err := d.identities()
+	if err != nil {
+		return nil, &Error{Reason: ReasonAuth, Err: &DecryptError{File: file, Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, err)}}
+	}
+	res, err := sops.Decrypt(format, data, ids)
+	if err != nil {
+		var se *sops.Error
+		if errors.As(err, &se) && se.Reason == sops.ReasonAuth {
+			return nil, &Error{Reason: ReasonAuth, Err: &DecryptError{File: file, Recipients: se.Recipients,
+				Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, err)}}
+		}
+		return nil, invalid(fmt.Errorf("SOPS-encrypted: %w", err))
+	}
+	switch role {
+	case roleManifest:
+		values, err := secretDocuments(res.Plain)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		d.addValues(values...)
+	case roleValues:
+		d.addValues(res.Values...)
+		for _, v := range res.Values {
+			b.secrets.addGenerated(v)
+		}
+	case roleGenerator:
+		// Marked secret as a whole (checkSecretSources): inspect adds it to
+		// the secret material; as the value of a Secret's key it is secret
+		// wherever it is copied.
+		d.addValues(string(res.Plain))
+		for _, line := range strings.Split(string(res.Plain), "\n") {
+			if _, v, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "="); ok && format == sops.Dotenv {
+				d.addValues(v)
+			}
+		}
+		b.secrets.addFile(file, res.Plain)
+	}
+	d.mu.Lock()
+	if d.plain == nil {
+		d.plain = map[string][]byte{}
+	}
+	d.plain[file] = res.Plain
+	d.mu.Unlock()
+	return res.Plain, nil
+}
+
+// secretDocuments checks that every document of a decrypted manifest file
+// is a core/v1 Secret and returns the values of their data (decoded too)
+// and stringData.
+func secretDocuments(plain []byte) ([]string, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(plain), 4096)
+	var values []string
+	for doc := 1; ; doc++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return values, nil
+			}
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		if raw = bytes.TrimSpace(raw); len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var obj map[string]any
+		if err := utiljson.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("document %d: not an object", doc)
+		}
+		kind, _ := obj["kind"].(string)
+		version, _ := obj["apiVersion"].(string)
+		if kind != "Secret" || version != "v1" {
+			// Not its name: it may have been encrypted.
+			return nil, fmt.Errorf("document %d (kind %s) is SOPS-encrypted, but only Secrets (apiVersion v1, kind Secret) may be: "+
+				"a decrypted value must never be shown; keep other objects in plain files", doc, safeKind(kind))
+		}
+		for _, field := range []string{"data", "stringData"} {
+			m, _ := obj[field].(map[string]any)
+			for _, v := range m {
+				s, ok := v.(string)
+				if !ok {
+					continue
+				}
+				values = append(values, s)
+				if field == "data" {
+					if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s)); err == nil {
+						values = append(values, string(b))
+					}
+				}
+			}
+		}
+	}
+}
+
+// safeKind is a kind as an error may quote it: what a kind may hold (an
+// encrypted file's kind is a decrypted value: anything else is cut).
+func safeKind(k string) string {
+	if k == "" {
+		return `""`
+	}
+	for i, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') || i >= 63 {
+			return k[:i] + "…"
+		}
+	}
+	return k
+}
+
+// SensitiveValues are the values a render of sha decrypted that are secret
+// wherever they appear (a Helm values file's encrypted values, which a
+// template may copy into any object; a decrypted Secret's data, which a
+// kustomize replacement may copy), each once; nil when sha was not the
+// last revision rendered or decrypted nothing.
+func (s *Source) SensitiveValues(sha string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sensitive.sha != sha {
+		return nil
+	}
+	return s.sensitive.values
+}
+
+// KeysChanged reports whether the age keys file differs from what the
+// last render of sha read. The loop renders again on demand (a manual
+// tick) when it does.
+func (s *Source) KeysChanged(sha string) bool {
+	s.mu.Lock()
+	at, used := s.sensitive.sha, s.sensitive.keys
+	s.mu.Unlock()
+	if at != sha || used == nil || s.cfg.SOPSAgeKeysFile == "" {
+		return false
+	}
+	var d decryption
+	d.readKeys(s.cfg.SOPSAgeKeysFile)
+	return d.fingerprint() != *used
+}
+
+// sensitiveAt is what the last render decrypted.
+type sensitiveAt struct {
+	sha    string
+	values []string
+	keys   *[32]byte // the keys file's fingerprint, when one is configured
+}
