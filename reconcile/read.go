@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -150,6 +149,88 @@ func (r *Reconciler) watchRef(ctx context.Context, cancel context.CancelCauseFun
 // uniqueness), decorates it and keeps the render for the next ticks at the
 // same revision.
 func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
+	// What the revision decrypted is masked, and so is what the previous
+	// one did: a live object may still hold it.
+	var values []string
+	if s, ok := r.src.(sensitiveSource); ok {
+		values = s.SensitiveValues(st.Revision)
+	}
+	r.mu.Lock()
+	prev := r.rendered.values
+	if r.rendered.sha == st.Revision {
+		prev = r.rendered.prev // rendered again (new keys): the same revision
+	}
+	r.mu.Unlock()
+	sensitive := diff.NewSensitive(values)
+	// Names are checked for the values of 8 characters or more: a shorter
+	// one (a user name "shop") may well be part of a name by chance.
+	var long []string
+	for _, v := range values {
+		if len(v) >= minNameSecret {
+			long = append(long, v)
+		}
+	}
+	if err := decorateEach(r, st, manifests, diff.NewSensitive(long)); err != nil {
+		// No error of the checks quotes a decrypted value.
+		return redacted(err, sensitive)
+	}
+	st.sensitive = diff.NewSensitive(values, prev)
+	r.concealErrors(st.sensitive)
+	markMasked(st.sensitive, st.Desired, st.Hooks)
+	// Only a render that passed every check is kept; the phases after read
+	// never modify a desired object, so the next tick at this revision can
+	// hand out the same ones.
+	r.mu.Lock()
+	r.rendered = renderCache{sha: st.Revision, desired: st.Desired, hooks: st.Hooks, chart: st.Chart, once: st.Generated,
+		ignored: st.Ignored, values: values, prev: prev, sensitive: st.sensitive}
+	r.mu.Unlock()
+	return nil
+}
+
+// minNameSecret is the length from which a decrypted value may not be part
+// of an object's name.
+const minNameSecret = 8
+
+// identityError is an object whose kind, name or namespace holds a value
+// recond decrypted: names are shown everywhere (logs, the page, Events,
+// the inventory), so such an object is refused, and the error does not
+// quote it.
+func identityError(file string, u *unstructured.Unstructured, s *diff.Sensitive) error {
+	if s == nil {
+		return nil
+	}
+	for _, v := range []string{u.GetKind(), u.GetAPIVersion(), u.GetName(), u.GetNamespace(), u.GetGenerateName()} {
+		if s.In(v) {
+			return Invalidf("%s: an object's kind, name or namespace holds a value recond decrypted (SOPS): "+
+				"refused, as names are shown everywhere; keep decrypted values in a Secret's data", file)
+		}
+	}
+	return nil
+}
+
+// redacted is err with every decrypted value removed from its text.
+func redacted(err error, s *diff.Sensitive) error {
+	if s == nil || err == nil {
+		return err
+	}
+	if text := s.Redact(err.Error()); text != err.Error() {
+		return &redactedError{text: text, err: err}
+	}
+	return err
+}
+
+// redactedError shows a redacted text and unwraps to the error (its
+// reason is classified from it).
+type redactedError struct {
+	text string
+	err  error
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// decorateEach checks and decorates every rendered object into st.
+func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensitive *diff.Sensitive) error {
 	sourceAnn := r.src.DisplayURL() + "#" + r.cfg.Path
 	seen := map[string]string{} // group/kind/name -> file
 	desired := make([]*unstructured.Unstructured, 0, len(manifests))
@@ -158,6 +239,9 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	ignored := map[string][]string{}
 	for _, m := range manifests {
 		obj := m.Object
+		if err := identityError(m.File, obj, sensitive); err != nil {
+			return err
+		}
 		gvk := obj.GroupVersionKind()
 		id := fmt.Sprintf("%s/%s", gvk.Kind, obj.GetName())
 		if p := reservedName(obj.GetName()); p != "" {
@@ -205,26 +289,6 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	}
 	st.Desired, st.Hooks, st.Generated, st.Ignored = desired, hooks, once, ignored
 	st.Counts.Desired, st.Counts.GeneratedOnce = len(desired), len(once)
-	// What the revision decrypted is masked, and so is what the previous
-	// one did: a live object may still hold it.
-	var values []string
-	if s, ok := r.src.(sensitiveSource); ok {
-		values = s.SensitiveValues(st.Revision)
-	}
-	r.mu.Lock()
-	prev := r.rendered.values
-	if r.rendered.sha == st.Revision {
-		prev = r.rendered.prev // rendered again (new keys): the same revision
-	}
-	st.sensitive = diff.NewSensitive(values, prev)
-	r.concealErrors(st.sensitive)
-	markMasked(st.sensitive, desired, hooks)
-	// Only a render that passed every check is kept; the phases after read
-	// never modify a desired object, so the next tick at this revision can
-	// hand out the same ones.
-	r.rendered = renderCache{sha: st.Revision, desired: desired, hooks: hooks, chart: st.Chart, once: once, ignored: ignored,
-		values: values, prev: prev, sensitive: st.sensitive}
-	r.mu.Unlock()
 	return nil
 }
 
@@ -246,7 +310,7 @@ func markMasked(s *diff.Sensitive, desired []*unstructured.Unstructured, hooks [
 			if ann == nil {
 				ann = map[string]string{}
 			}
-			ann[AnnotationMaskedFields] = strings.Join(f, ",")
+			ann[AnnotationMaskedFields] = diff.MaskedFields(f)
 			obj.SetAnnotations(ann)
 		}
 	}

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,12 +16,14 @@ import (
 // removed from an object that holds one, whose old value may be an older
 // secret. A nil *Sensitive holds nothing.
 //
-// A value is found as it is, and base64-encoded (a template's b64enc, a
-// ConfigMap's binaryData). A value shorter than MinSensitive is found only
-// as a whole field, so that "1" does not mask every number. A value a
-// template transforms otherwise (a part of it encoded, upper-cased,
-// hashed) is not recognised: docs/secrets.md says to keep decrypted values
-// in Secrets.
+// A value is found as it is, line by line when it has several (a PEM
+// indented into a config file), as JSON and Go quote it (toJson, %q),
+// and base64-encoded (a template's b64enc, a ConfigMap's binaryData, with
+// or without a trailing newline); in a field's value and in a map key. A
+// value shorter than MinSensitive is found only as a whole field or key,
+// so that "1" does not mask every number. A value a template transforms
+// otherwise (a part of it encoded, upper-cased, hashed) is not recognised:
+// docs/secrets.md says to keep decrypted values in Secrets.
 type Sensitive struct {
 	long  []string        // found inside a field's text
 	whole map[string]bool // found as a field's whole text
@@ -54,6 +57,20 @@ func NewSensitive(values ...[]string) *Sensitive {
 			}
 			add(v)
 			add(base64.StdEncoding.EncodeToString([]byte(v)))
+			add(base64.StdEncoding.EncodeToString([]byte(v + "\n")))
+			if js, err := json.Marshal(v); err == nil {
+				add(string(js[1 : len(js)-1]))
+			}
+			if q := strconv.Quote(v); len(q) > 2 {
+				add(q[1 : len(q)-1])
+			}
+			if strings.ContainsAny(v, "\r\n") {
+				for _, line := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' }) {
+					if line = strings.TrimSpace(line); len(line) >= MinSensitive {
+						add(line)
+					}
+				}
+			}
 		}
 	}
 	if len(s.long) == 0 && len(s.whole) == 0 {
@@ -111,6 +128,87 @@ func (s *Sensitive) In(v any) bool {
 	return false
 }
 
+// Redact replaces every sensitive value in text (a value shorter than
+// MinSensitive only where it is a whole word) with "<redacted>".
+func (s *Sensitive) Redact(text string) string {
+	if s == nil {
+		return text
+	}
+	for _, v := range s.long {
+		text = strings.ReplaceAll(text, v, "<redacted>")
+	}
+	if len(s.whole) > 0 {
+		text = redactWords(text, s.whole)
+	}
+	return text
+}
+
+// redactWords replaces the words of text (runs of letters and digits) that
+// are in words.
+func redactWords(text string, words map[string]bool) string {
+	var b strings.Builder
+	start := -1
+	flush := func(end int) {
+		if start >= 0 {
+			if w := text[start:end]; words[w] {
+				b.WriteString("<redacted>")
+			} else {
+				b.WriteString(w)
+			}
+			start = -1
+		}
+	}
+	for i, r := range text {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		flush(i)
+		b.WriteRune(r)
+	}
+	flush(len(text))
+	return b.String()
+}
+
+// inPath reports whether a difference's path holds a sensitive value (in
+// a map key, or a list item's selector).
+func (s *Sensitive) inPath(path string) bool {
+	if s == nil {
+		return false
+	}
+	for _, v := range s.long {
+		if strings.Contains(path, v) {
+			return true
+		}
+	}
+	for _, p := range strings.Split(path, ".") {
+		if s.whole[p] {
+			return true
+		}
+	}
+	return false
+}
+
+// redactPath is path with every segment that holds a sensitive value (a
+// map key) replaced by its mask.
+func (s *Sensitive) redactPath(path string, mask func(string) string) string {
+	if !s.inPath(path) {
+		return path
+	}
+	for _, v := range s.long {
+		path = strings.ReplaceAll(path, v, mask(v))
+	}
+	parts := strings.Split(path, ".")
+	for i, p := range parts {
+		if s.whole[p] {
+			parts[i] = mask(p)
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
 func (s *Sensitive) text(t string) bool {
 	if s.whole[strings.TrimSpace(t)] {
 		return true
@@ -125,7 +223,8 @@ func (s *Sensitive) text(t string) bool {
 
 // MaskedFieldsAnnotation names, on an object that holds a decrypted value,
 // the fields that hold one: comma-separated paths of map keys, each cut at
-// the first list ("data.url", "spec.template.spec.containers"). recond
+// the first list ("data.url", "spec.template.spec.containers"), as a JSON
+// list (MaskedFields); a value that is not one masks every field. recond
 // writes it with the object, so that whatever process compares that object
 // later (a `recond diff` of a revision that no longer decrypts the value, a
 // restarted recond) masks every difference in those fields, on both sides:
@@ -145,6 +244,9 @@ func (s *Sensitive) Fields(obj map[string]any) []string {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, c := range x {
+				if path != "" && s.text(k) {
+					seen[path] = true // a key holds one
+				}
 				if path == "" && k == "metadata" {
 					// Only labels and annotations may hold a value there.
 					m, _ := c.(map[string]any)
@@ -177,6 +279,13 @@ func (s *Sensitive) Fields(obj map[string]any) []string {
 	return out
 }
 
+// MaskedFields is the value of MaskedFieldsAnnotation for fields: a JSON
+// list (a key may hold a comma).
+func MaskedFields(fields []string) string {
+	b, _ := json.Marshal(fields)
+	return string(b)
+}
+
 // maskedFields are the fields an object's MaskedFieldsAnnotation names.
 func maskedFields(obj map[string]any) []string {
 	md, _ := obj["metadata"].(map[string]any)
@@ -185,17 +294,18 @@ func maskedFields(obj map[string]any) []string {
 	if v == "" {
 		return nil
 	}
-	return strings.Split(v, ",")
+	var fields []string
+	if err := json.Unmarshal([]byte(v), &fields); err != nil {
+		return []string{""} // unreadable: every field is masked
+	}
+	return fields
 }
 
 // inMasked reports whether a difference at path touches one of fields: it
 // lies within one, or holds one.
 func inMasked(path string, fields []string) bool {
 	for _, f := range fields {
-		if f == "" {
-			continue
-		}
-		if within(path, f) || within(f, path) || path == "" {
+		if f == "" || within(path, f) || within(f, path) || path == "" {
 			return true
 		}
 	}

@@ -78,6 +78,14 @@ type budget struct {
 // its text (see secretMaterial.redact).
 func (b *budget) safe(err error) error { return b.secrets.redact(err) }
 
+// again is a budget for a second render of the same revision: the same
+// limits, a count of its own, and the decryption's keys and files.
+func (b *budget) again() *budget {
+	nb := &budget{lim: b.lim}
+	b.dec.shareWith(&nb.dec)
+	return nb
+}
+
 // readBytes charges n bytes read from file against MaxBytes.
 func (b *budget) readBytes(file string, n int64) error {
 	if total := b.read.Add(n); total > b.lim.MaxBytes {

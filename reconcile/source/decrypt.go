@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -41,14 +42,16 @@ import (
 // malformed, tampered with or not allowed where it is read, reason auth (an
 // *Error) when no key opens it. Both name the file, never a value.
 
-// fileRole is what a file of the revision is read as.
-type fileRole int
+// fileRole is what a file of the revision is read as; a file read in
+// several ways has each of its roles (a set), and each role's rule holds:
+// a file no kustomization names is a manifest.
+type fileRole uint8
 
 const (
-	roleManifest  fileRole = iota // manifests: only Secrets may be encrypted
-	roleGenerator                 // a secretGenerator's source: secret as a whole
-	roleValues                    // a Helm values file: its encrypted values are secret
-	rolePlain                     // a configMapGenerator's source: never encrypted
+	roleManifest  fileRole = 1 << iota // a manifest: only Secrets may be encrypted
+	roleGenerator                      // a secretGenerator's source: secret as a whole
+	roleValues                         // a Helm values file: its encrypted values are secret
+	rolePlain                          // a configMapGenerator's source, a patch: never encrypted
 )
 
 // maxKeysFile bounds the keys file (a key is 74 bytes; the render worker
@@ -85,11 +88,17 @@ type decryption struct {
 	ids     []age.Identity
 	idsErr  error
 
-	mu     sync.Mutex
-	roles  map[string]fileRole
-	plain  map[string][]byte // decrypted files, by repository path
-	values []string          // decrypted values that are secret
+	mu       sync.Mutex
+	roles    map[string]fileRole
+	plainWhy map[string]string       // what reads a rolePlain file
+	opened   map[string]*sops.Result // decrypted files, by repository path and format
+	values   []string                // decrypted values that are secret
 }
+
+// maxSensitiveValues bounds the values a revision may decrypt that are
+// secret wherever they appear: each is looked for in every object that
+// holds one, at every new revision.
+const maxSensitiveValues = 1024
 
 // readKeys reads the keys file named by file ("" for none) into d.
 func (d *decryption) readKeys(file string) {
@@ -144,25 +153,49 @@ func (d *decryption) identities() ([]age.Identity, error) {
 	return d.ids, d.idsErr
 }
 
-// setRole records what the file at p (a repository path, links resolved)
-// is read as.
+// setRole records that the file at p (a repository path, links resolved)
+// is read as r, besides what it was read as before.
 func (d *decryption) setRole(p string, r fileRole) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.roles == nil {
 		d.roles = map[string]fileRole{}
 	}
-	d.roles[p] = r
+	d.roles[p] |= r
 }
 
-func (d *decryption) role(p string) fileRole {
+// setPlain records that the file at p is read as why, which may not be
+// encrypted (rolePlain).
+func (d *decryption) setPlain(p, why string) {
+	d.setRole(p, rolePlain)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.roles[p]
+	if d.plainWhy == nil {
+		d.plainWhy = map[string]string{}
+	}
+	if _, ok := d.plainWhy[p]; !ok {
+		d.plainWhy[p] = why
+	}
 }
 
-// addValues records decrypted values that are secret.
-func (d *decryption) addValues(vs ...string) {
+// shareWith gives n, the decryption of a second render of the same
+// revision (with other inputs), d's keys and the files d decrypted so far.
+func (d *decryption) shareWith(n *decryption) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n.keys, n.keysErr, n.keysFile = d.keys, d.keysErr, d.keysFile
+	n.roles, n.plainWhy, n.opened = maps.Clone(d.roles), maps.Clone(d.plainWhy), maps.Clone(d.opened)
+}
+
+func (d *decryption) role(p string) (fileRole, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.roles[p], d.plainWhy[p]
+}
+
+// addValues records decrypted values that are secret; more than
+// maxSensitiveValues in one render is an error.
+func (d *decryption) addValues(vs ...string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, v := range vs {
@@ -170,6 +203,15 @@ func (d *decryption) addValues(vs ...string) {
 			d.values = append(d.values, v)
 		}
 	}
+	if len(d.values) > maxSensitiveValues {
+		slices.Sort(d.values)
+		d.values = slices.Compact(d.values)
+		if len(d.values) > maxSensitiveValues {
+			return fmt.Errorf("the revision decrypts more than %d values that are secret: recond masks each of them wherever it "+
+				"appears, and holds at most %d; keep fewer secrets per repository path", maxSensitiveValues, maxSensitiveValues)
+		}
+	}
+	return nil
 }
 
 // secretValues are the decrypted values that are secret, each once.
@@ -188,38 +230,91 @@ func maybeSOPS(data []byte) bool {
 }
 
 // decrypt returns the content of file (a repository path, links resolved)
-// decrypted when it is SOPS-encrypted, else data itself.
+// decrypted when it is SOPS-encrypted, else data itself. Each call checks
+// the file against every role it has then (a later kustomization may read
+// it in another way); the decryption itself is done once per render.
 func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
 	if !maybeSOPS(data) {
 		return data, nil
 	}
 	d := &b.dec
-	role := d.role(file)
-	format := sops.FormatOf(file)
-	if role == roleManifest || role == roleValues {
-		// Read as YAML or JSON whatever the name (kustomize and Helm do).
-		format = sops.YAML
-		if looksLikeJSON(data) {
-			format = sops.JSON
-		}
+	roles, why := d.role(file)
+	byName, byContent := sops.FormatOf(file), sops.YAML
+	if looksLikeJSON(data) {
+		byContent = sops.JSON
 	}
-	if !sops.Encrypted(format, data) {
-		return data, nil
-	}
-	d.mu.Lock()
-	plain, done := d.plain[file]
-	d.mu.Unlock()
-	if done {
-		return plain, nil
+	// A secretGenerator's source is read as SOPS names its format (by its
+	// extension); anything else as YAML or JSON whatever the name, as
+	// kustomize and Helm read it.
+	format := byContent
+	if roles == roleGenerator {
+		format = byName
 	}
 	invalid := func(err error) error {
 		return &ManifestError{File: file, Err: &DecryptError{File: file, Err: err}}
 	}
+	if !sops.Encrypted(format, data) {
+		if roles&rolePlain != 0 && sops.Encrypted(byName, data) {
+			// Not read as such, but encrypted all the same.
+			return nil, invalid(fmt.Errorf("SOPS-encrypted, but read as %s, which may not be encrypted: "+
+				"a decrypted value must never land in an object that is not a Secret", why))
+		}
+		return data, nil
+	}
 	switch {
-	case role == rolePlain:
-		return nil, invalid(errors.New("SOPS-encrypted, but a configMapGenerator reads it: a decrypted value would be shown in a ConfigMap; generate a Secret (secretGenerator) from it"))
+	case roles&rolePlain != 0:
+		return nil, invalid(fmt.Errorf("SOPS-encrypted, but read as %s, which may not be encrypted: "+
+			"a decrypted value must never land in an object that is not a Secret", why))
 	case format == sops.INI:
 		return nil, invalid(errors.New("SOPS-encrypted as INI, which recond does not decrypt: encrypt it as YAML, JSON, dotenv or binary"))
+	}
+	res, err := b.open(file, format, data)
+	if err != nil {
+		return nil, err
+	}
+	var values []string
+	if roles == 0 || roles&roleManifest != 0 {
+		v, err := secretDocuments(res.Plain)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		values = append(values, v...)
+	}
+	if roles&roleValues != 0 {
+		values = append(values, res.Values...)
+		for _, v := range res.Values {
+			b.secrets.addGenerated(v)
+		}
+	}
+	if roles&roleGenerator != 0 {
+		// Marked secret as a whole (checkSecretSources): inspect adds it to
+		// the secret material; as the value of a Secret's key it is secret
+		// wherever it is copied, and so is each value of an env file.
+		values = append(values, string(res.Plain))
+		if format == sops.Dotenv {
+			for _, line := range strings.Split(string(res.Plain), "\n") {
+				if _, v, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "="); ok {
+					values = append(values, v)
+				}
+			}
+		}
+		b.secrets.addFile(file, res.Plain)
+	}
+	if err := d.addValues(values...); err != nil {
+		return nil, invalid(err)
+	}
+	return res.Plain, nil
+}
+
+// open decrypts data (file, in format) once per render.
+func (b *budget) open(file string, format sops.Format, data []byte) (*sops.Result, error) {
+	d := &b.dec
+	key := file + "\x00" + format.String()
+	d.mu.Lock()
+	res, done := d.opened[key]
+	d.mu.Unlock()
+	if done {
+		return res, nil
 	}
 	if format == sops.YAML || format == sops.JSON {
 		// The encrypted file is bounded like any other before it is parsed.
@@ -234,46 +329,22 @@ func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, &Error{Reason: ReasonAuth, Err: &DecryptError{File: file, Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, err)}}
 	}
-	res, err := sops.Decrypt(format, data, ids)
+	res, err = sops.Decrypt(format, data, ids)
 	if err != nil {
 		var se *sops.Error
 		if errors.As(err, &se) && se.Reason == sops.ReasonAuth {
 			return nil, &Error{Reason: ReasonAuth, Err: &DecryptError{File: file, Recipients: se.Recipients,
 				Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, err)}}
 		}
-		return nil, invalid(fmt.Errorf("SOPS-encrypted: %w", err))
-	}
-	switch role {
-	case roleManifest:
-		values, err := secretDocuments(res.Plain)
-		if err != nil {
-			return nil, invalid(err)
-		}
-		d.addValues(values...)
-	case roleValues:
-		d.addValues(res.Values...)
-		for _, v := range res.Values {
-			b.secrets.addGenerated(v)
-		}
-	case roleGenerator:
-		// Marked secret as a whole (checkSecretSources): inspect adds it to
-		// the secret material; as the value of a Secret's key it is secret
-		// wherever it is copied.
-		d.addValues(string(res.Plain))
-		for _, line := range strings.Split(string(res.Plain), "\n") {
-			if _, v, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "="); ok && format == sops.Dotenv {
-				d.addValues(v)
-			}
-		}
-		b.secrets.addFile(file, res.Plain)
+		return nil, &ManifestError{File: file, Err: &DecryptError{File: file, Err: fmt.Errorf("SOPS-encrypted: %w", err)}}
 	}
 	d.mu.Lock()
-	if d.plain == nil {
-		d.plain = map[string][]byte{}
+	if d.opened == nil {
+		d.opened = map[string]*sops.Result{}
 	}
-	d.plain[file] = res.Plain
+	d.opened[key] = res
 	d.mu.Unlock()
-	return res.Plain, nil
+	return res, nil
 }
 
 // secretDocuments checks that every document of a decrypted manifest file

@@ -241,6 +241,34 @@ func TestDecryptRefusals(t *testing.T) {
 		keys: []string{f.id1},
 		says: []string{"app.env", "configMapGenerator"},
 	}, {
+		name: "an encrypted env read by a configMapGenerator and a secretGenerator",
+		files: map[string]string{"kustomization.yaml": "secretGenerator:\n- name: db\n  envs:\n  - app.env\nconfigMapGenerator:\n- name: leak\n  envs:\n  - app.env\n",
+			"app.env": f.enc("app.env", "PASSWORD="+v+"\n")},
+		keys: []string{f.id1},
+		says: []string{"app.env", "configMapGenerator"},
+	}, {
+		name: "an encrypted ConfigMap that is a resource and a secretGenerator's file",
+		files: map[string]string{"kustomization.yaml": "resources:\n- cm.yaml\nsecretGenerator:\n- name: db\n  files:\n  - cm.yaml\n",
+			"cm.yaml": f.enc("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\ndata:\n  password: "+v+"\n")},
+		keys: []string{f.id1},
+		says: []string{"cm.yaml", "only Secrets"},
+	}, {
+		name: "an encrypted Secret as a patch of a ConfigMap",
+		files: map[string]string{"kustomization.yaml": "resources:\n- cm.yaml\npatches:\n- path: secret.yaml\n  target: {kind: ConfigMap}\n",
+			"cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
+			"secret.yaml": f.enc("secret.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\n  annotations:\n    note: "+v+"\n")},
+		keys: []string{f.id1},
+		says: []string{"secret.yaml", "patches"},
+	}, {
+		// Matching is linear, but in the product of the expression's and
+		// the key's lengths: a costly rule against a long key is refused
+		// before it is tested.
+		name: "a costly rule against a long key",
+		files: map[string]string{"db.yaml": strings.Replace(strings.Replace(encSecret, "encrypted_regex: ^(data|stringData)$",
+			"encrypted_regex: '"+strings.Repeat("[a-z]{20}", 12)+"[0-9]'", 1), "metadata:\n", "metadata:\n    ? "+strings.Repeat("a", 200000)+"\n    : x\n", 1)},
+		keys: []string{f.id1},
+		says: []string{"db.yaml", "longer than"},
+	}, {
 		name:  "a changed ciphertext",
 		files: map[string]string{"db.yaml": tamper(encSecret, "password: ENC[AES256_GCM,data")},
 		keys:  []string{f.id1},
@@ -344,5 +372,74 @@ func writeAgeKeys(t *testing.T, p string, identities ...string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte("# keys\n"+strings.Join(identities, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A decrypted value cannot leave by another route: a chart's files are
+// read as committed (a template that reads an encrypted Secret with
+// .Files.Get gets its ciphertext), and a secretGenerator's source that is
+// also a helmCharts values file has its values secret one by one.
+func TestDecryptedValuesTakeNoOtherRoute(t *testing.T) {
+	f := newSOPSFixture(t)
+	v := randomValue(t)
+	chart := map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: app\nversion: 1.0.0\n",
+		"values.yaml": "password: none\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: copy\ndata:\n" +
+			"  raw: {{ .Files.Get \"files/db.yaml\" | quote }}\n  b64: {{ .Files.Get \"files/db.yaml\" | b64enc | quote }}\n" +
+			"  pw: {{ .Values.password | quote }}\n",
+	}
+	secret := f.enc("db.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: "+v+"\n")
+	tests := []struct {
+		name  string
+		files map[string]string
+		path  string
+		// leaks are values no rendered object may hold; sensitive those
+		// SensitiveValues must.
+		leaks, sensitive []string
+	}{{
+		name: "a chart reads an encrypted Secret with .Files.Get",
+		files: map[string]string{"app/Chart.yaml": chart["Chart.yaml"], "app/values.yaml": chart["values.yaml"],
+			"app/templates/cm.yaml": chart["templates/cm.yaml"], "app/files/db.yaml": secret},
+		path:  "app",
+		leaks: []string{v, base64.StdEncoding.EncodeToString([]byte(v))},
+	}, {
+		name: "a secretGenerator's file that is also a helmCharts values file",
+		files: map[string]string{"k/charts/app/Chart.yaml": chart["Chart.yaml"], "k/charts/app/values.yaml": chart["values.yaml"],
+			"k/charts/app/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: copy\ndata:\n  pw: {{ .Values.password | quote }}\n",
+			"k/kustomization.yaml":           "helmCharts:\n- name: app\n  valuesFile: app.yaml\nsecretGenerator:\n- name: db\n  files:\n  - app.yaml\n",
+			"k/app.yaml":                     f.enc("app.yaml", "password: "+v+"\n")},
+		path:      "k",
+		sensitive: []string{v},
+	}}
+	for _, tt := range tests {
+		for _, worker := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/worker=%t", tt.name, worker), func(t *testing.T) {
+				dir := t.TempDir()
+				sha := newTestRepo(t, dir).commit(tt.files)
+				cfg := Config{URL: dir, Path: tt.path, SOPSAgeKeysFile: f.KeysFile(f.id1)}
+				if worker {
+					cfg.Worker = testWorker(t)
+				}
+				s := mustNew(t, cfg)
+				ms, err := s.Render(context.Background(), sha)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range ms {
+					js, _ := m.Object.MarshalJSON()
+					for _, leak := range tt.leaks {
+						if strings.Contains(string(js), leak) {
+							t.Errorf("%s/%s holds the decrypted value %q", m.Object.GetKind(), m.Object.GetName(), leak)
+						}
+					}
+				}
+				for _, want := range tt.sensitive {
+					if !slices.Contains(s.SensitiveValues(sha), want) {
+						t.Errorf("SensitiveValues lacks %q: %q", want, s.SensitiveValues(sha))
+					}
+				}
+			})
+		}
 	}
 }

@@ -118,7 +118,7 @@ func helmBuild(ctx context.Context, root Dir, dir string, b *budget, req helmReq
 		again2 := req
 		again2.standIns = true
 		// A budget of its own: reading the chart again is not reading more.
-		if again, _, _, err = renderChart(ctx, newTreeFS(ctx, root, &budget{lim: b.lim}), dir, again2); err != nil {
+		if again, _, _, err = renderChart(ctx, newTreeFS(ctx, root, b.again()), dir, again2); err != nil {
 			return nil, renderFault(err, label)
 		}
 	}
@@ -229,13 +229,6 @@ func differingPaths(a, b any, at []string, out [][]string) [][]string {
 // functions whose output cannot be repeated had.
 func renderChart(ctx context.Context, tfs *treeFS, dir string, req helmRequest) (map[string]string, int64, *chartv2.Chart, error) {
 	label := helmLabel(dir)
-	// A values file inside the chart is read with the chart's files too:
-	// as a values file, which may be SOPS-encrypted (decrypt.go).
-	for _, f := range req.Values {
-		if n, err := tfs.lookup(abs(path.Clean(f))); err == nil && n.file != nil {
-			tfs.b.dec.setRole(n.path, roleValues)
-		}
-	}
 	ch, err := loadChart(tfs, dir)
 	if err != nil {
 		return nil, 0, nil, err
@@ -379,7 +372,7 @@ func loadChart(tfs *treeFS, dir string) (*chartv2.Chart, error) {
 		if rules.Ignore(rel, fi) {
 			return nil
 		}
-		data, err := tfs.ReadFile(p)
+		data, err := tfs.readFileRaw(p)
 		if err != nil {
 			return err
 		}

@@ -82,6 +82,18 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 				}
 				dirs = append(dirs, n.path)
 			}
+			if n.file != nil {
+				// What may be SOPS-encrypted (decrypt.go): a manifest, if it
+				// is a Secret; a patch never (kustomize applies it to any
+				// kind its target names).
+				switch field {
+				case "patches", "patchesJson6902", "patchesStrategicMerge", "replacements":
+					tfs.b.dec.setPlain(n.path, "a "+field+" entry of "+file)
+				case "files", "envs":
+				default:
+					tfs.b.dec.setRole(n.path, roleManifest)
+				}
+			}
 			return nil
 		}
 		for _, l := range []struct {
@@ -147,7 +159,11 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 				return err
 			}
 			if n, err := tfs.r.resolve(path.Join(dir, entry)); err == nil && n.file != nil {
-				tfs.b.dec.setRole(n.path, role)
+				if role == rolePlain {
+					tfs.b.dec.setPlain(n.path, "a configMapGenerator's "+field+" entry of "+file)
+				} else {
+					tfs.b.dec.setRole(n.path, role)
+				}
 			}
 			return nil
 		}

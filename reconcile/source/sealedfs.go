@@ -208,7 +208,21 @@ func abs(rel string) string { return path.Join(mount, rel) }
 
 // read returns the content of a file node, charged to the budget and
 // checked for alias bombs and depth.
-func (f *treeFS) read(n *node) ([]byte, error) {
+func (f *treeFS) read(n *node) ([]byte, error) { return f.readAs(n, true) }
+
+// readFileRaw is ReadFile without decryption: a chart's files are the
+// chart's as committed (a template that reads a SOPS-encrypted file with
+// .Files.Get reads its ciphertext); only its values files are decrypted.
+func (f *treeFS) readFileRaw(p string) ([]byte, error) {
+	n, err := f.lookup(p)
+	if err != nil {
+		return nil, err
+	}
+	return f.readAs(n, false)
+}
+
+// readAs is read, decrypting a SOPS-encrypted file when decrypt is set.
+func (f *treeFS) readAs(n *node, decrypt bool) ([]byte, error) {
 	if n.file == nil {
 		return nil, fmt.Errorf("%s: is a directory", n.path)
 	}
@@ -216,8 +230,10 @@ func (f *treeFS) read(n *node) ([]byte, error) {
 	if err != nil {
 		return nil, f.record(err)
 	}
-	if data, err = f.b.decrypt(n.path, data); err != nil {
-		return nil, f.record(err)
+	if decrypt {
+		if data, err = f.b.decrypt(n.path, data); err != nil {
+			return nil, f.record(err)
+		}
 	}
 	if err := f.ctx.Err(); err != nil {
 		return nil, f.record(err)

@@ -102,8 +102,8 @@ type workerHeader struct {
 	Err *wireError `json:"err,omitempty"`
 	Len int64      `json:"len"`
 	// Sensitive are the decrypted values that are secret wherever they
-	// appear (decrypt.go).
-	Sensitive []string `json:"sensitive,omitempty"`
+	// appear (decrypt.go), as bytes: a binary value stays whole.
+	Sensitive [][]byte `json:"sensitive,omitempty"`
 }
 
 // wireError carries a render error across the pipe with what callers ask
@@ -215,7 +215,10 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 		return kustomizeBuild(context.Background(), root, req.Dir, b, h)
 	}()
 	w := bufio.NewWriter(out)
-	h := workerHeader{Len: int64(len(yaml)), Sensitive: b.dec.secretValues()}
+	h := workerHeader{Len: int64(len(yaml))}
+	for _, v := range b.dec.secretValues() {
+		h.Sensitive = append(h.Sensitive, []byte(v))
+	}
 	if err != nil {
 		h = workerHeader{Err: toWire(err)}
 	}
@@ -337,7 +340,9 @@ func (s *Source) renderInWorker(ctx context.Context, sha string, b *budget, labe
 		// without writing any (it is exiting): wait for the exit.
 		werr := cmd.Wait()
 		if ans.err == nil {
-			b.dec.addValues(ans.sensitive...)
+			if err := b.dec.addValues(ans.sensitive...); err != nil {
+				return nil, &ManifestError{File: label, Err: err}
+			}
 			for _, v := range ans.sensitive {
 				b.secrets.addGenerated(v)
 			}
@@ -444,7 +449,11 @@ func readAnswer(r io.Reader, maxBytes int64, label string) ([]byte, []string, er
 	if _, err := io.ReadFull(br, out); err != nil {
 		return nil, nil, fmt.Errorf("read the render worker's answer: %w", err)
 	}
-	return out, h.Sensitive, nil
+	sensitive := make([]string, len(h.Sensitive))
+	for i, v := range h.Sensitive {
+		sensitive[i] = string(v)
+	}
+	return out, sensitive, nil
 }
 
 // workerDied explains a worker that exited without an answer. Running out

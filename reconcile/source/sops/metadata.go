@@ -11,9 +11,9 @@ import (
 
 // Bounds on the metadata, so that a file cannot make decryption costly.
 const (
-	maxMasterKeys = 64   // master keys of every group together
-	maxGroups     = 16   // key groups
-	maxRuleLen    = 1024 // length of a rule's suffix or regular expression
+	maxMasterKeys = 64  // master keys of every group together
+	maxGroups     = 16  // key groups
+	maxRuleLen    = 256 // length of a rule's suffix or regular expression
 )
 
 // sopsKey is the metadata's key in YAML and JSON; sopsPrefix starts its

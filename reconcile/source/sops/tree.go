@@ -68,6 +68,41 @@ type rules struct {
 	unencSuffix, encSuffix       string
 	unencRe, encRe               *regexp.Regexp
 	unencCommentRe, encCommentRe *regexp.Regexp
+
+	// matched remembers each regular expression's answer for each key or
+	// comment: a path is tested key by key for every value under it, and a
+	// file may pair a costly expression with long keys (matching is linear,
+	// but in the product of both lengths).
+	matched map[matchKey]bool
+}
+
+type matchKey struct {
+	re   *regexp.Regexp
+	text string
+}
+
+// maxMatched bounds a key or comment that a regular expression of the
+// file's rule is tested against (with maxRuleLen, what one test costs).
+const maxMatched = 1024
+
+// hasRegexp reports whether the rule tests keys or comments with a
+// regular expression.
+func (r *rules) hasRegexp() bool {
+	return r.unencRe != nil || r.encRe != nil || r.unencCommentRe != nil || r.encCommentRe != nil
+}
+
+// match is re.MatchString(text), once per pair.
+func (r *rules) match(re *regexp.Regexp, text string) bool {
+	k := matchKey{re, text}
+	if m, ok := r.matched[k]; ok {
+		return m
+	}
+	if r.matched == nil {
+		r.matched = map[matchKey]bool{}
+	}
+	m := re.MatchString(text)
+	r.matched[k] = m
+	return m
 }
 
 func (r *rules) encrypted(path []string, stack [][]string, isComment bool) bool {
@@ -91,7 +126,7 @@ func (r *rules) encrypted(path []string, stack [][]string, isComment bool) bool 
 	}
 	if r.unencRe != nil {
 		for _, k := range path {
-			if r.unencRe.MatchString(k) {
+			if r.match(r.unencRe, k) {
 				enc = false
 				break
 			}
@@ -100,7 +135,7 @@ func (r *rules) encrypted(path []string, stack [][]string, isComment bool) bool 
 	if r.encRe != nil {
 		enc = false
 		for _, k := range path {
-			if r.encRe.MatchString(k) {
+			if r.match(r.encRe, k) {
 				enc = true
 				break
 			}
@@ -110,7 +145,7 @@ func (r *rules) encrypted(path []string, stack [][]string, isComment bool) bool 
 	unenc:
 		for _, cs := range stack {
 			for _, c := range cs {
-				if r.unencCommentRe.MatchString(c) {
+				if r.match(r.unencCommentRe, c) {
 					enc = false
 					break unenc
 				}
@@ -129,7 +164,7 @@ func (r *rules) encrypted(path []string, stack [][]string, isComment bool) bool 
 				if isComment && i == last && j == len(cs)-1 {
 					continue
 				}
-				if r.encCommentRe.MatchString(c) {
+				if r.match(r.encCommentRe, c) {
 					enc = true
 					break encd
 				}
@@ -212,8 +247,14 @@ func (w *walker) walkMap(n *node, path []string, at pathText, stack [][]string, 
 		if it.isComment {
 			// Comments count for the comment rules; they are neither
 			// in the MAC nor in the plaintext, so they are not decrypted.
+			if len(it.comment) > maxMatched && w.rules.hasRegexp() {
+				return invalidf("a comment longer than %d bytes, tested against the file's rule: refused", maxMatched)
+			}
 			stack[top] = append(stack[top], it.comment)
 			continue
+		}
+		if len(it.key) > maxMatched && w.rules.hasRegexp() {
+			return invalidf("a key longer than %d bytes, tested against the file's rule: refused", maxMatched)
 		}
 		if err := w.walkValue(it.value, append(path[:len(path):len(path)], it.key), at.key(it.key), stack, depth, false); err != nil {
 			return err
