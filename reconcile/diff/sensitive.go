@@ -79,20 +79,6 @@ func NewSensitive(values ...[]string) *Sensitive {
 	return s
 }
 
-// Values are the values s finds (base64 forms included), for a caller
-// that must remove them from a text.
-func (s *Sensitive) Values() []string {
-	if s == nil {
-		return nil
-	}
-	out := make([]string, 0, len(s.long)+len(s.whole))
-	out = append(out, s.long...)
-	for v := range s.whole {
-		out = append(out, v)
-	}
-	return out
-}
-
 // In reports whether v (a decoded JSON value: a map, a list or a scalar)
 // holds a sensitive value anywhere.
 func (s *Sensitive) In(v any) bool {

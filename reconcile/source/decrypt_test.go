@@ -128,6 +128,21 @@ func TestDecryptWhereFilesAreRead(t *testing.T) {
 		want:      map[string]string{"ConfigMap/from-values data.url": "postgres://app:" + values + "@db/shop", "ConfigMap/from-values data.replicas": "3"},
 		sensitive: []string{values},
 	}, {
+		// A chart with a key maker is rendered twice (helm.go): the
+		// second render decrypts its values file too.
+		name: "a chart with a key maker and an encrypted values file",
+		files: func() map[string]string {
+			m := under("app", chart)
+			m["app/templates/key.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: key\nstringData:\n  key: {{ genPrivateKey \"ecdsa\" | quote }}\n"
+			m["secrets/prod.yaml"] = f.enc("prod.yaml", "password: "+values+"\nreplicas: 3\n", "--encrypted-regex", "^password$")
+			return m
+		}(),
+		path:      "app",
+		values:    []string{"secrets/prod.yaml"},
+		keys:      []string{f.id1},
+		want:      map[string]string{"ConfigMap/from-values data.url": "postgres://app:" + values + "@db/shop"},
+		sensitive: []string{values},
+	}, {
 		name: "a kustomization's helmCharts valuesFile",
 		files: func() map[string]string {
 			m := under("k/charts/app", chart)
