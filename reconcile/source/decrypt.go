@@ -410,15 +410,15 @@ func safeKind(k string) string {
 // SensitiveValues are the values a render of sha decrypted that are secret
 // wherever they appear (a Helm values file's encrypted values, which a
 // template may copy into any object; a decrypted Secret's data, which a
-// kustomize replacement may copy), each once; nil when sha was not the
-// last revision rendered or decrypted nothing.
+// kustomize replacement may copy), each once; nil when sha is not among
+// the last revisions rendered or decrypted nothing.
 func (s *Source) SensitiveValues(sha string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sensitive.sha != sha {
-		return nil
+	if at := s.sensitiveOf(sha); at != nil {
+		return at.values
 	}
-	return s.sensitive.values
+	return nil
 }
 
 // KeysChanged reports whether the age keys file differs from what the
@@ -426,9 +426,12 @@ func (s *Source) SensitiveValues(sha string) []string {
 // tick) when it does.
 func (s *Source) KeysChanged(sha string) bool {
 	s.mu.Lock()
-	at, used := s.sensitive.sha, s.sensitive.keys
+	var used *[32]byte
+	if at := s.sensitiveOf(sha); at != nil {
+		used = at.keys
+	}
 	s.mu.Unlock()
-	if at != sha || used == nil || s.cfg.SOPSAgeKeysFile == "" {
+	if used == nil || s.cfg.SOPSAgeKeysFile == "" {
 		return false
 	}
 	var d decryption
@@ -436,7 +439,31 @@ func (s *Source) KeysChanged(sha string) bool {
 	return d.fingerprint() != *used
 }
 
-// sensitiveAt is what the last render decrypted.
+// keptRenders is how many revisions' decryptions a Source remembers: two
+// renders may run at once (one abandoned by its tick, one of a newer
+// revision), and neither may lose what the other decrypted.
+const keptRenders = 4
+
+// sensitiveOf is what the last render of sha decrypted, or nil; s.mu held.
+func (s *Source) sensitiveOf(sha string) *sensitiveAt {
+	for i := len(s.sensitive) - 1; i >= 0; i-- {
+		if s.sensitive[i].sha == sha {
+			return &s.sensitive[i]
+		}
+	}
+	return nil
+}
+
+// keepSensitive remembers what a render decrypted; s.mu held.
+func (s *Source) keepSensitive(at sensitiveAt) {
+	s.sensitive = slices.DeleteFunc(s.sensitive, func(o sensitiveAt) bool { return o.sha == at.sha })
+	s.sensitive = append(s.sensitive, at)
+	if n := len(s.sensitive); n > keptRenders {
+		s.sensitive = slices.Delete(s.sensitive, 0, n-keptRenders)
+	}
+}
+
+// sensitiveAt is what a render decrypted.
 type sensitiveAt struct {
 	sha    string
 	values []string

@@ -458,3 +458,24 @@ func TestDecryptedValuesTakeNoOtherRoute(t *testing.T) {
 		}
 	}
 }
+
+// Renders of several revisions (one abandoned by its tick while a newer
+// one runs) each keep what they decrypted: the last keptRenders of them.
+func TestSensitiveValuesKeptPerRevision(t *testing.T) {
+	s := &Source{}
+	for i := range keptRenders + 1 {
+		s.keepSensitive(sensitiveAt{sha: fmt.Sprint(i), values: []string{fmt.Sprint("v", i)}})
+	}
+	if got := s.SensitiveValues("0"); got != nil {
+		t.Errorf("the oldest revision is still kept: %q", got)
+	}
+	for i := 1; i <= keptRenders; i++ {
+		if got := s.SensitiveValues(fmt.Sprint(i)); len(got) != 1 || got[0] != fmt.Sprint("v", i) {
+			t.Errorf("revision %d: %q", i, got)
+		}
+	}
+	s.keepSensitive(sensitiveAt{sha: "2", values: []string{"again"}})
+	if got := s.SensitiveValues("2"); len(got) != 1 || got[0] != "again" || len(s.sensitive) != keptRenders {
+		t.Errorf("rendered again: %q, %d kept", got, len(s.sensitive))
+	}
+}

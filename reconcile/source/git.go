@@ -117,8 +117,8 @@ type Source struct {
 	// instance's seed, once a chart's render needed it (withSeed).
 	chart chartAt
 	seed  []byte
-	// sensitive is what the last render decrypted (decrypt.go).
-	sensitive sensitiveAt
+	// sensitive is what the last renders decrypted (decrypt.go).
+	sensitive []sensitiveAt
 }
 
 // New validates cfg and returns a Source. It does not touch the network or

@@ -106,7 +106,7 @@ func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
 		at.keys = &fp
 	}
 	s.mu.Lock()
-	s.sensitive = at
+	s.keepSensitive(at)
 	s.mu.Unlock()
 	return ms, nil
 }
