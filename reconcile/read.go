@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -170,7 +171,7 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 			long = append(long, v)
 		}
 	}
-	if err := decorateEach(r, st, manifests, diff.NewSensitive(long)); err != nil {
+	if err := decorateEach(r, st, manifests, long); err != nil {
 		// No error of the checks quotes a decrypted value.
 		return redacted(err, sensitive)
 	}
@@ -195,12 +196,12 @@ const minNameSecret = 8
 // recond decrypted: names are shown everywhere (logs, the page, Events,
 // the inventory), so such an object is refused, and the error does not
 // quote it.
-func identityError(file string, u *unstructured.Unstructured, s *diff.Sensitive) error {
-	if s == nil {
+func identityError(file string, u *unstructured.Unstructured, values []string) error {
+	if len(values) == 0 {
 		return nil
 	}
 	for _, v := range []string{u.GetKind(), u.GetAPIVersion(), u.GetName(), u.GetNamespace(), u.GetGenerateName()} {
-		if s.In(v) {
+		if slices.ContainsFunc(values, func(s string) bool { return strings.Contains(v, s) }) {
 			return Invalidf("%s: an object's kind, name or namespace holds a value recond decrypted (SOPS): "+
 				"refused, as names are shown everywhere; keep decrypted values in a Secret's data", file)
 		}
@@ -230,7 +231,7 @@ func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
 
 // decorateEach checks and decorates every rendered object into st.
-func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensitive *diff.Sensitive) error {
+func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensitive []string) error {
 	sourceAnn := r.src.DisplayURL() + "#" + r.cfg.Path
 	seen := map[string]string{} // group/kind/name -> file
 	desired := make([]*unstructured.Unstructured, 0, len(manifests))

@@ -25,9 +25,15 @@ import (
 // otherwise (a part of it encoded, upper-cased, hashed) is not recognised:
 // docs/secrets.md says to keep decrypted values in Secrets.
 type Sensitive struct {
-	long  []string        // found inside a field's text
+	long  []string        // found inside a field's text, longest first
 	whole map[string]bool // found as a field's whole text
+	// multi are the multi-line values, each line's indentation removed,
+	// found in a text likewise (indent, nindent, toYaml).
+	multi []string
 }
+
+// maxTargets bounds what a Sensitive looks for (values and their forms).
+const maxTargets = 8192
 
 // MinSensitive is the length from which a sensitive value is found inside
 // a longer text.
@@ -40,7 +46,7 @@ func NewSensitive(values ...[]string) *Sensitive {
 	s := &Sensitive{whole: map[string]bool{}}
 	seen := map[string]bool{}
 	add := func(v string) {
-		if v == "" || seen[v] {
+		if v == "" || seen[v] || len(seen) >= maxTargets {
 			return
 		}
 		seen[v] = true
@@ -65,18 +71,51 @@ func NewSensitive(values ...[]string) *Sensitive {
 				add(q[1 : len(q)-1])
 			}
 			if strings.ContainsAny(v, "\r\n") {
+				if m := unindent(v); !seen["\x00"+m] && len(seen) < maxTargets {
+					seen["\x00"+m] = true
+					s.multi = append(s.multi, m)
+				}
+				// A line on its own only when it is key material (a PEM's
+				// or a key's body): never an armor line, a word or a line
+				// of JSON, which other texts hold too.
 				for _, line := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' }) {
-					if line = strings.TrimSpace(line); len(line) >= MinSensitive {
+					if line = strings.TrimSpace(line); keyMaterial(line) {
 						add(line)
 					}
 				}
 			}
 		}
 	}
-	if len(s.long) == 0 && len(s.whole) == 0 {
+	if len(s.long) == 0 && len(s.whole) == 0 && len(s.multi) == 0 {
 		return nil
 	}
+	// Longest first: a value that begins another is not replaced in it
+	// before the longer one is.
+	slices.SortFunc(s.long, func(a, b string) int { return len(b) - len(a) })
 	return s
+}
+
+// unindent is v with every line's leading blanks removed.
+func unindent(v string) string {
+	lines := strings.Split(strings.ReplaceAll(v, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimLeft(l, " \t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// keyMaterial reports whether a line is at least 16 bytes of base64 or
+// hexadecimal alphabet: the body of a PEM block or of a key.
+func keyMaterial(line string) bool {
+	if len(line) < 16 {
+		return false
+	}
+	for _, r := range line {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '+' || r == '/' || r == '=' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // In reports whether v (a decoded JSON value: a map, a list or a scalar)
@@ -204,6 +243,14 @@ func (s *Sensitive) text(t string) bool {
 			return true
 		}
 	}
+	if len(s.multi) > 0 && strings.Contains(t, "\n") {
+		u := unindent(t)
+		for _, v := range s.multi {
+			if strings.Contains(u, v) {
+				return true
+			}
+		}
+	}
 	return false
 }
 
@@ -231,7 +278,10 @@ func (s *Sensitive) Fields(obj map[string]any) []string {
 		case map[string]any:
 			for k, c := range x {
 				if path != "" && s.text(k) {
-					seen[path] = true // a key holds one
+					// A key holds one: its map is masked, and nothing under
+					// the key is named (the annotation would show it).
+					seen[path] = true
+					continue
 				}
 				if path == "" && k == "metadata" {
 					// Only labels and annotations may hold a value there.

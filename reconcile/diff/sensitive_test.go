@@ -179,3 +179,36 @@ func TestSensitiveFields(t *testing.T) {
 		t.Errorf("Fields without a value = %v, want nil", got)
 	}
 }
+
+// A multi-line value is found whole (whatever the indentation) and by its
+// key-material lines, never by an armor line, a word or a line of JSON
+// that other texts hold too; a key that holds a value is masked and never
+// named in MaskedFieldsAnnotation's fields.
+func TestSensitiveMultiLineAndKeys(t *testing.T) {
+	body := randomValue(t) + "QUJDREVGR0hJSktM"
+	pem := "-----BEGIN CERTIFICATE-----\n" + body + "\n-----END CERTIFICATE-----"
+	json := "{\n  \"enabled\": true,\n  \"key\": \"" + randomValue(t) + "\"\n}"
+	s := NewSensitive([]string{pem, json})
+	for _, tt := range []struct {
+		text string
+		want bool
+	}{
+		{"ca.crt: |\n    -----BEGIN CERTIFICATE-----\n    " + body + "\n    -----END CERTIFICATE-----\n", true},
+		{"x" + body + "x", true},
+		{"-----BEGIN CERTIFICATE-----\nMIIBpublicCA\n-----END CERTIFICATE-----", false},
+		{"{\n  \"enabled\": true,\n  \"other\": 1\n}", false},
+	} {
+		if got := s.In(tt.text); got != tt.want {
+			t.Errorf("In(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+	v := randomValue(t)
+	obj := desiredObj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {"+v+"-user: x, mode: fast}\n")
+	fields := NewSensitive([]string{v}).Fields(obj.Object)
+	if fmt.Sprint(fields) != "[data]" {
+		t.Errorf("Fields = %v, want [data]: a key that holds a value is not named", fields)
+	}
+	if strings.Contains(MaskedFields(fields), v) {
+		t.Errorf("the annotation names the value: %s", MaskedFields(fields))
+	}
+}

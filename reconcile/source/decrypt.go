@@ -43,8 +43,9 @@ import (
 // *Error) when no key opens it. Both name the file, never a value.
 
 // fileRole is what a file of the revision is read as; a file read in
-// several ways has each of its roles (a set), and each role's rule holds:
-// a file no kustomization names is a manifest.
+// several ways has each of its roles (a set), and each role's rule holds.
+// An encrypted file without a role (read by what no kustomization entry
+// names: a builtin generator's or transformer's configuration) is refused.
 type fileRole uint8
 
 const (
@@ -265,6 +266,11 @@ func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
 	case roles&rolePlain != 0:
 		return nil, invalid(fmt.Errorf("SOPS-encrypted, but read as %s, which may not be encrypted: "+
 			"a decrypted value must never land in an object that is not a Secret", why))
+	case roles == 0:
+		// Read by something no kustomization entry names (a generator's or
+		// transformer's own configuration, a chart's .helmignore).
+		return nil, invalid(errors.New("SOPS-encrypted, but read as neither a manifest, a secretGenerator's source nor a " +
+			"Helm values file: only those may be encrypted"))
 	case format == sops.INI:
 		return nil, invalid(errors.New("SOPS-encrypted as INI, which recond does not decrypt: encrypt it as YAML, JSON, dotenv or binary"))
 	}
@@ -273,7 +279,7 @@ func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
 		return nil, err
 	}
 	var values []string
-	if roles == 0 || roles&roleManifest != 0 {
+	if roles&roleManifest != 0 {
 		v, err := secretDocuments(res.Plain)
 		if err != nil {
 			return nil, invalid(err)

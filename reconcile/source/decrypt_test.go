@@ -284,6 +284,29 @@ func TestDecryptRefusals(t *testing.T) {
 		keys: []string{f.id1},
 		says: []string{"db.yaml", "longer than"},
 	}, {
+		// Short to write, costly to run: refused by its compiled size.
+		name: "a rule that compiles to a costly program",
+		files: map[string]string{"db.yaml": strings.Replace(encSecret, "encrypted_regex: ^(data|stringData)$",
+			"encrypted_regex: '"+strings.Repeat(".{0,1000}", 20)+"z'", 1)},
+		keys: []string{f.id1},
+		says: []string{"db.yaml", "instructions"},
+	}, {
+		// Transformer and generator configurations are read by no role:
+		// an encrypted Secret they point at is refused.
+		name: "an encrypted Secret read by a PatchTransformer's configuration",
+		files: map[string]string{"kustomization.yaml": "resources:\n- cm.yaml\ntransformers:\n- pt.yaml\n",
+			"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
+			"pt.yaml": "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: pt\npath: db.yaml\ntarget:\n  kind: ConfigMap\n",
+			"db.yaml": f.enc("db.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\n  annotations:\n    note: "+v+"\n")},
+		keys: []string{f.id1},
+		says: []string{"db.yaml", "only those may be encrypted"},
+	}, {
+		name: "a chart's own values.yaml encrypted",
+		files: map[string]string{"Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n",
+			"values.yaml": f.enc("values.yaml", "password: "+v+"\n")},
+		keys: []string{f.id1},
+		says: []string{"values.yaml", "--helm-values"},
+	}, {
 		name:  "a changed ciphertext",
 		files: map[string]string{"db.yaml": tamper(encSecret, "password: ENC[AES256_GCM,data")},
 		keys:  []string{f.id1},

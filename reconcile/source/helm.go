@@ -30,6 +30,8 @@ import (
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"sigs.k8s.io/kustomize/api/sealed"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"recond.dev/recond/reconcile/source/sops"
 )
 
 // chartFile is the file whose presence in --path makes it a Helm chart.
@@ -375,6 +377,12 @@ func loadChart(tfs *treeFS, dir string) (*chartv2.Chart, error) {
 		data, err := tfs.readFileRaw(p)
 		if err != nil {
 			return err
+		}
+		if base := path.Base(rel); (base == "values.yaml" || base == "values.schema.json") && maybeSOPS(data) &&
+			(sops.Encrypted(sops.YAML, data) || sops.Encrypted(sops.JSON, data)) {
+			// Helm would render its ciphertext: say where encrypted values go.
+			return &ManifestError{File: path.Join(dir, rel), Err: &DecryptError{File: path.Join(dir, rel), Err: errors.New(
+				"SOPS-encrypted: a chart's own values are read as committed; give encrypted values with --" + FlagHelmValues)}}
 		}
 		files = append(files, &archive.BufferedFile{Name: rel, Data: bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))})
 		return nil

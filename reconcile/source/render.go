@@ -222,6 +222,7 @@ func readDir(ctx context.Context, root, dir Dir, base string, b *budget) ([]Mani
 		if err != nil {
 			return nil, err
 		}
+		b.dec.setRole(name, roleManifest)
 		if content, err = b.decrypt(name, content); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package sops
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ const (
 	maxMasterKeys = 64  // master keys of every group together
 	maxGroups     = 16  // key groups
 	maxRuleLen    = 256 // length of a rule's suffix or regular expression
+	maxRuleInst   = 256 // instructions of a rule's compiled regular expression (its cost per byte tested)
 )
 
 // sopsKey is the metadata's key in YAML and JSON; sopsPrefix starts its
@@ -158,6 +160,11 @@ func parseRules(m map[string]any) (*rules, error) {
 		}
 		set = append(set, f)
 		var err error
+		if strings.HasSuffix(f, "_regex") {
+			if n := progSize(s); n > maxRuleInst {
+				return nil, invalidf("the sops metadata's %s compiles to %d instructions, more than %d: testing it would cost too much", f, n, maxRuleInst)
+			}
+		}
 		switch f {
 		case "unencrypted_suffix":
 			r.unencSuffix = s
@@ -293,4 +300,18 @@ func parseGroup(g map[string]any, total *int) ([]masterKey, error) {
 		return nil, invalidf("a key group of the sops metadata is empty")
 	}
 	return keys, nil
+}
+
+// progSize is the number of instructions s compiles to (what testing it
+// costs per byte), or 0 when it does not parse (Compile says so).
+func progSize(s string) int {
+	re, err := syntax.Parse(s, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(prog.Inst)
 }

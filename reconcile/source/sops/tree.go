@@ -74,7 +74,17 @@ type rules struct {
 	// file may pair a costly expression with long keys (matching is linear,
 	// but in the product of both lengths).
 	matched map[matchKey]bool
+	// work is what the tests so far cost (bytes tested times the
+	// expression's instructions); over maxRuleWork the file is refused.
+	work int64
 }
+
+// maxRuleWork bounds what testing one file's keys and comments against its
+// rule may cost: a fraction of a second.
+const maxRuleWork = 1 << 25
+
+// overWork reports whether the rule's tests cost more than maxRuleWork.
+func (r *rules) overWork() bool { return r.work > maxRuleWork }
 
 type matchKey struct {
 	re   *regexp.Regexp
@@ -100,6 +110,10 @@ func (r *rules) match(re *regexp.Regexp, text string) bool {
 	if r.matched == nil {
 		r.matched = map[matchKey]bool{}
 	}
+	if r.overWork() {
+		return false // the file is refused (walkMap)
+	}
+	r.work += int64(len(text)+1) * int64(progSize(re.String()))
 	m := re.MatchString(text)
 	r.matched[k] = m
 	return m
@@ -258,6 +272,9 @@ func (w *walker) walkMap(n *node, path []string, at pathText, stack [][]string, 
 		}
 		if err := w.walkValue(it.value, append(path[:len(path):len(path)], it.key), at.key(it.key), stack, depth, false); err != nil {
 			return err
+		}
+		if w.rules.overWork() {
+			return invalidf("testing the file's keys and comments against its rule (%s) costs too much: refused", w.rules.name)
 		}
 		stack[top] = nil
 	}
