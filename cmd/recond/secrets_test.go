@@ -213,8 +213,23 @@ func collectOTLP(t *testing.T) func() string {
 // waits until the API server enforces it.
 func quotingPolicy(t *testing.T, ns string) {
 	t.Helper()
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, StringData: map[string]string{"password": "probe-value"}}
+	denyPolicy(t, ns, "secrets", "'password ' + string(object.data.password) + ' is too weak'", func(ctx context.Context) error {
+		_, err := cp.Client.CoreV1().Secrets(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}, base64.StdEncoding.EncodeToString([]byte("probe-value"))+" is too weak") // CEL sees data as base64
+}
+
+// denyPolicy installs a ValidatingAdmissionPolicy, bound to namespace ns,
+// that refuses an object of the core/v1 resource named "guarded" with
+// message (a CEL expression, which may quote the object), and waits until
+// the API server enforces it: until probe (a dry-run create of such an
+// object) fails with an error holding quoted. It returns a function that
+// removes the policy and waits until probe succeeds again.
+func denyPolicy(t *testing.T, ns, resource, message string, probe func(context.Context) error, quoted string) (remove func()) {
+	t.Helper()
 	ctx := context.Background()
-	name := "recond-quotes-" + ns
+	name := "recond-quotes-" + resource + "-" + ns
 	fail := admissionregistrationv1.Fail
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -223,21 +238,18 @@ func quotingPolicy(t *testing.T, ns string) {
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}},
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{
 				Expression:        "object.metadata.name != 'guarded'",
-				MessageExpression: "'password ' + string(object.data.password) + ' is too weak'",
+				MessageExpression: message,
 			}},
 		},
 	}
 	if _, err := cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
@@ -250,21 +262,32 @@ func quotingPolicy(t *testing.T, ns string) {
 	if _, err := cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	del := func() {
 		_ = cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, StringData: map[string]string{"password": "probe-value"}}
-	deadline := time.Now().Add(time.Minute) // a guard against a hang
-	for {
-		_, err := cp.Client.CoreV1().Secrets(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		// CEL sees data as base64: the server quotes the value so.
-		if err != nil && strings.Contains(err.Error(), base64.StdEncoding.EncodeToString([]byte("probe-value"))+" is too weak") {
-			return
+		_ = cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
+	}
+	t.Cleanup(del)
+	// enforced waits until the API server does (want) or does not enforce
+	// the policy.
+	enforced := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute) // a guard against a hang
+		for {
+			err := probe(ctx)
+			if refused := err != nil && strings.Contains(err.Error(), quoted); refused == want && (want || err == nil) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the policy is not (or still) enforced, want %t: %v", want, err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the policy is not enforced: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	enforced(true)
+	return func() {
+		t.Helper()
+		del()
+		enforced(false)
 	}
 }
 

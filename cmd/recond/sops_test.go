@@ -10,9 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -314,73 +312,15 @@ func TestSOPSValuesNeverShown(t *testing.T) {
 }
 
 // configMapQuotingPolicy is quotingPolicy for ConfigMaps: it refuses a
-// ConfigMap named "guarded" with a message quoting its data.url, and waits
-// until the API server enforces it. It returns a function that removes the
-// policy and waits until the API server no longer enforces it.
+// ConfigMap named "guarded" with a message quoting its data.url. It
+// returns a function that removes the policy.
 func configMapQuotingPolicy(t *testing.T, ns string) (remove func()) {
 	t.Helper()
-	ctx := context.Background()
-	name := "recond-quotes-cm-" + ns
-	fail := admissionregistrationv1.Fail
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression:        "object.metadata.name != 'guarded'",
-				MessageExpression: "'url ' + object.data.url + ' is refused'",
-			}},
-		},
-	}
-	if _, err := cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
-		},
-	}
-	if _, err := cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	del := func() {
-		_ = cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
-	}
-	t.Cleanup(del)
-	// enforced waits until the API server does (want) or does not enforce
-	// the policy.
-	enforced := func(want bool) {
-		t.Helper()
-		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Data: map[string]string{"url": "probe-value"}}
-		deadline := time.Now().Add(time.Minute) // a guard against a hang
-		for {
-			_, err := cp.Client.CoreV1().ConfigMaps(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			if quoted := err != nil && strings.Contains(err.Error(), "url probe-value is refused"); quoted == want && (want || err == nil) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the policy is not (or still) enforced, want %t: %v", want, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	enforced(true)
-	return func() {
-		t.Helper()
-		del()
-		enforced(false)
-	}
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Data: map[string]string{"url": "probe-value"}}
+	return denyPolicy(t, ns, "configmaps", "'url ' + object.data.url + ' is refused'", func(ctx context.Context) error {
+		_, err := cp.Client.CoreV1().ConfigMaps(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}, "url probe-value is refused")
 }
 
 // An API server that quotes a decrypted Helm value copied into a ConfigMap
