@@ -340,8 +340,14 @@ func (r *Reconciler) concealErrors(s *diff.Sensitive) {
 		r.kube.ConcealErrorsOf(nil)
 		return
 	}
-	r.kube.ConcealErrorsOf(func(u *unstructured.Unstructured) bool { return s.In(u.Object) })
+	r.kube.ConcealErrorsOf(concealed{s})
 }
+
+// concealed is a diff.Sensitive as the cluster client asks for it.
+type concealed struct{ s *diff.Sensitive }
+
+func (c concealed) Holds(u *unstructured.Unstructured) bool { return c.s.In(u.Object) }
+func (c concealed) Redact(text string) string               { return c.s.Redact(text) }
 
 // renderOf is the kept render of sha (its objects and hooks), or nil.
 func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook, *source.Chart, map[string][][]string, map[string][]string) {

@@ -50,18 +50,27 @@ type Client struct {
 
 	// sensitive tells the objects that hold a decrypted value, whose
 	// errors are concealed like a Secret's (ConcealErrorsOf).
-	sensitive atomic.Pointer[func(*unstructured.Unstructured) bool]
+	sensitive atomic.Pointer[Sensitive]
+}
+
+// Sensitive is what recond decrypted: which objects hold a decrypted
+// value, and the text of an error with every such value removed.
+type Sensitive interface {
+	Holds(*unstructured.Unstructured) bool
+	Redact(string) string
 }
 
 // ConcealErrorsOf makes Apply conceal the API server's message, as it does
-// for a Secret, for every object that sensitive says holds a decrypted
-// value (the message may quote it). Nil conceals Secrets' only.
-func (c *Client) ConcealErrorsOf(sensitive func(*unstructured.Unstructured) bool) {
-	if sensitive == nil {
+// for a Secret, for every object that s says holds a decrypted value (the
+// message may quote it), and remove decrypted values from what a concealed
+// error still says (a cause's field path may hold one as a key). Nil
+// conceals Secrets' only.
+func (c *Client) ConcealErrorsOf(s Sensitive) {
+	if s == nil {
 		c.sensitive.Store(nil)
 		return
 	}
-	c.sensitive.Store(&sensitive)
+	c.sensitive.Store(&s)
 }
 
 // RediscoverAfter is the least time between two discovery refreshes made
@@ -211,7 +220,7 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryR
 	}
 	out, err := ri.Apply(ctx, obj.GetName(), obj, opts)
 	if err != nil {
-		var sensitive func(*unstructured.Unstructured) bool
+		var sensitive Sensitive
 		if f := c.sensitive.Load(); f != nil {
 			sensitive = *f
 		}

@@ -45,12 +45,18 @@ func secretSafe(op string, obj *unstructured.Unstructured, err error) error {
 }
 
 // concealed is secretSafe for any object: its error is a *SecretError
-// when obj is a Secret or sensitive says it holds a decrypted value.
-func concealed(op string, obj *unstructured.Unstructured, err error, sensitive func(*unstructured.Unstructured) bool) error {
-	if se := secretSafe(op, obj, err); se != err || err == nil || sensitive == nil || !sensitive(obj) {
-		return se
+// when obj is a Secret or s says it holds a decrypted value, and its text
+// loses every decrypted value s knows.
+func concealed(op string, obj *unstructured.Unstructured, err error, s Sensitive) error {
+	se := secretSafe(op, obj, err)
+	if se == err && err != nil && s != nil && s.Holds(obj) {
+		se = conceal(op, obj, err, "is not shown: the object holds a decrypted value, which it may quote")
 	}
-	return conceal(op, obj, err, "is not shown: the object holds a decrypted value, which it may quote")
+	var e *SecretError
+	if s != nil && errors.As(se, &e) && se != err {
+		e.text = s.Redact(e.text)
+	}
+	return se
 }
 
 // conceal returns err as a *SecretError when it carries an API status.

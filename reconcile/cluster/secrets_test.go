@@ -109,3 +109,45 @@ func TestSecretSafe(t *testing.T) {
 		t.Errorf("secretSafe(ConfigMap) = %v, want the error as it is", got)
 	}
 }
+
+// fakeSensitive holds one value: objects whose data mentions it hold one.
+type fakeSensitive struct{ v string }
+
+func (f fakeSensitive) Holds(u *unstructured.Unstructured) bool {
+	js, _ := u.MarshalJSON()
+	return strings.Contains(string(js), f.v)
+}
+func (f fakeSensitive) Redact(s string) string { return strings.ReplaceAll(s, f.v, "<redacted>") }
+
+// An object that holds a decrypted value has its errors concealed like a
+// Secret's, and what the concealed text still says (a cause's field path,
+// where a key is the value) loses the value; an object that holds none
+// keeps the server's message.
+func TestConcealedErrorsOfObjectsHoldingADecryptedValue(t *testing.T) {
+	cp.Require(t)
+	c, err := New(cp.Config, cp.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := random(t)
+	c.ConcealErrorsOf(fakeSensitive{v})
+	cm := secretWith("cm", map[string]any{v + " key": "x"}) // a key a ConfigMap may not hold, that is the value
+	cm.SetKind("ConfigMap")
+	_, err = c.Apply(context.Background(), cm, true)
+	if err == nil {
+		t.Fatal("the server accepted a key with a space")
+	}
+	var se *SecretError
+	if !errors.As(err, &se) || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "apply ConfigMap/cm") ||
+		!strings.Contains(err.Error(), "decrypted value") {
+		t.Errorf("error %q is not concealed as a *SecretError about ConfigMap/cm", err)
+	}
+	if s := fmt.Sprintf("%v %+v %q", err, err, err); strings.Contains(s, v) {
+		t.Errorf("error quotes the value: %s", s)
+	}
+	other := secretWith("other", map[string]any{"bad key": "x"})
+	other.SetKind("ConfigMap")
+	if _, err := c.Apply(context.Background(), other, true); err == nil || !strings.Contains(err.Error(), "bad key") {
+		t.Errorf("an object holding no value lost the server's message: %v", err)
+	}
+}
