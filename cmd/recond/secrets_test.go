@@ -180,6 +180,17 @@ func TestSecretValuesNeverShown(t *testing.T) {
 	}
 }
 
+// statusPages is the status page of the run at addr: its index, its JSON
+// status, and every tick up to ticks, as a page and as JSON.
+func statusPages(t *testing.T, addr string, ticks int) string {
+	t.Helper()
+	pages := get(t, "http://"+addr+"/") + get(t, "http://"+addr+"/api/v1/status")
+	for i := 1; i <= ticks; i++ {
+		pages += get(t, fmt.Sprintf("http://%s/ticks/%d", addr, i)) + get(t, fmt.Sprintf("http://%s/api/v1/ticks/%d", addr, i))
+	}
+	return pages
+}
+
 // collectOTLP points recond's OTLP/HTTP exporter at a collector that keeps
 // every byte it receives, and returns what it received so far.
 func collectOTLP(t *testing.T) func() string {
@@ -397,10 +408,7 @@ func TestSecretValuesNeverInErrors(t *testing.T) {
 		repo.Commit("good again", good)
 		ticks = tickNow()
 	}
-	pages := get(t, "http://"+r.addr+"/") + get(t, "http://"+r.addr+"/api/v1/status")
-	for i := 1; i <= ticks; i++ {
-		pages += get(t, fmt.Sprintf("http://%s/ticks/%d", r.addr, i)) + get(t, fmt.Sprintf("http://%s/api/v1/ticks/%d", r.addr, i))
-	}
+	pages := statusPages(t, r.addr, ticks)
 	metricsBody := get(t, "http://"+r.addr+"/metrics")
 	r.stop() // sends the Events and the spans
 	logs := r.log.String()

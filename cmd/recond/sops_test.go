@@ -251,10 +251,7 @@ func TestSOPSValuesNeverShown(t *testing.T) {
 	if code != 0 {
 		t.Errorf("tick %d with the right key back: trigger exit %d, want 0:\n%s", ticks, code, tickLine(r.log.String(), ticks))
 	}
-	pages := get(t, "http://"+r.addr+"/") + get(t, "http://"+r.addr+"/api/v1/status")
-	for i := 1; i <= ticks; i++ {
-		pages += get(t, fmt.Sprintf("http://%s/ticks/%d", r.addr, i)) + get(t, fmt.Sprintf("http://%s/api/v1/ticks/%d", r.addr, i))
-	}
+	pages := statusPages(t, r.addr, ticks)
 	metricsBody := get(t, "http://"+r.addr+"/metrics")
 	r.stop() // sends the Events and the spans
 	logs := r.log.String()

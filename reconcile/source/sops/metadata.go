@@ -161,8 +161,8 @@ func parseRules(m map[string]any) (*rules, error) {
 		set = append(set, f)
 		var err error
 		if strings.HasSuffix(f, "_regex") {
-			if n := progSize(s); n > maxRuleInst {
-				return nil, invalidf("the sops metadata's %s compiles to %d instructions, more than %d: testing it would cost too much", f, n, maxRuleInst)
+			if r.inst = progSize(s); r.inst > maxRuleInst {
+				return nil, invalidf("the sops metadata's %s compiles to %d instructions, more than %d: testing it would cost too much", f, r.inst, maxRuleInst)
 			}
 		}
 		switch f {

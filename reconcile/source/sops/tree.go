@@ -74,8 +74,10 @@ type rules struct {
 	// file may pair a costly expression with long keys (matching is linear,
 	// but in the product of both lengths).
 	matched map[matchKey]bool
-	// work is what the tests so far cost (bytes tested times the
-	// expression's instructions); over maxRuleWork the file is refused.
+	// inst is the rule's regular expression's instructions (a file has
+	// one rule); work is what the tests so far cost (bytes tested times
+	// inst): over maxRuleWork the file is refused.
+	inst int
 	work int64
 }
 
@@ -113,7 +115,7 @@ func (r *rules) match(re *regexp.Regexp, text string) bool {
 	if r.overWork() {
 		return false // the file is refused (walkMap)
 	}
-	r.work += int64(len(text)+1) * int64(progSize(re.String()))
+	r.work += int64(len(text)+1) * int64(r.inst)
 	m := re.MatchString(text)
 	r.matched[k] = m
 	return m
