@@ -17,18 +17,20 @@ HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v4" {print substr($$2, 2)}' to
 HELM_BIN     ?= $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
 SOPS_VERSION := $(shell awk '$$1 == "github.com/getsops/sops/v3" {print substr($$2, 2)}' tools/sops/go.mod)
 SOPS_BIN     ?= $(TOOLS_DIR)/sops-$(SOPS_VERSION)/sops
+COSIGN_VERSION := $(shell awk '$$1 == "github.com/sigstore/cosign/v2" {print substr($$2, 2)}' tools/cosign/go.mod)
+COSIGN_BIN   ?= $(TOOLS_DIR)/cosign-$(COSIGN_VERSION)/cosign
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO           ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 40m
 
 export GOTOOLCHAIN := go1.27.3
-export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL HELM_BIN SOPS_BIN
+export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL HELM_BIN SOPS_BIN COSIGN_BIN
 
 # Deployment manifests, image and their test inputs.
 include deploy/deploy.mk
 export K8S_VERSION ETCD_VERSION
 
-.PHONY: all build control-plane tools prometheus chromium age screenshots generate verify test test-under-load test-short vet vulncheck fuzz fuzz-short soak demo bench clean
+.PHONY: all build control-plane tools prometheus chromium age registry screenshots generate verify test test-under-load test-short vet vulncheck fuzz fuzz-short soak demo bench clean
 
 all: build
 
@@ -40,12 +42,14 @@ build:
 control-plane:
 	@hack/build-control-plane.sh $(KUBEBUILDER_ASSETS)
 
-## tools: Jaeger (traces end to end), promtool (rule tests), helm (the chart corpus) and sops (encrypted fixtures), built once into $(TOOLS_DIR)
+## tools: Jaeger (traces end to end), promtool (rule tests), helm (the chart corpus), sops (encrypted fixtures) and
+## cosign (signed OCI artifacts), built once into $(TOOLS_DIR)
 tools:
 	@hack/build-tool.sh tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger $(JAEGER_BIN)
 	@hack/build-tool.sh tools/promtool github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL)
 	@hack/build-tool.sh tools/helm helm.sh/helm/v4/cmd/helm $(HELM_BIN)
 	@hack/build-tool.sh tools/sops github.com/getsops/sops/v3/cmd/sops $(SOPS_BIN)
+	@hack/build-tool.sh tools/cosign github.com/sigstore/cosign/v2/cmd/cosign $(COSIGN_BIN)
 
 ## prometheus: a Prometheus server for the end-to-end alert test (Debian's package, if missing)
 prometheus:
@@ -58,6 +62,11 @@ age:
 ## chromium: a headless Chromium for the status page's browser test (Debian's package, if missing)
 chromium:
 	@hack/ensure-apt.sh chromium-headless-shell chromium-headless-shell
+
+## registry: docker-registry (CNCF distribution 2.8), the real OCI registry the OCI source tests push to and pull
+## from (Debian's package, if missing; its service is not left running)
+registry:
+	@hack/ensure-apt.sh docker-registry docker-registry
 
 ## screenshots: PNGs of the dashboards' main panels with real data, and of the status page, into docs/img
 screenshots: control-plane prometheus chromium
@@ -87,7 +96,7 @@ FUZZTIME     ?= 10s
 
 ## test: vet, the vulnerability scan, every test against a real kube-apiserver, etcd and Git (the loop, Git and
 ## the binary's packages with -race), the fault matrix, then every fuzz target for $(FUZZTIME)
-test: control-plane tools prometheus chromium age $(TEST_DEPS) vet vulncheck
+test: control-plane tools prometheus chromium age registry $(TEST_DEPS) vet vulncheck
 	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -x $(patsubst ./%,-e $(MODULE)/%,$(RACE_PKGS)))
 	$(GO) test -race $(GOTEST_FLAGS) $(RACE_PKGS)
 	@hack/fuzz.sh $(FUZZTIME)
@@ -108,7 +117,7 @@ soak: control-plane
 
 ## test-under-load: the webhook, fault-matrix, binary and loop packages 3 times in a row while stress-ng keeps
 ## every core busy (RUNS=, PKGS= to choose)
-test-under-load: control-plane tools prometheus chromium age $(TEST_DEPS)
+test-under-load: control-plane tools prometheus chromium age registry $(TEST_DEPS)
 	@hack/under-load.sh $(or $(RUNS),3) $(PKGS)
 
 ## test-short: the quick tests only (no control plane)
@@ -118,12 +127,13 @@ test-short:
 ## bench: recond against Flux's engine on one API server, N=90..3000, then a fleet of 20 recond processes
 ## in list and in watch mode (about 15 minutes; tables into docs/performance.md, plot into
 ## docs/img/bench-converged.png; RECOND_BENCH_N=90,300 for fewer sizes, RECOND_BENCH_FLEET=0 for no fleet), and what
-## decrypting 100 SOPS-encrypted Secrets costs
-bench: control-plane tools age
-	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^(TestCompare|TestFleet|TestCharts|TestSOPS)$$' -v ./bench/
+## decrypting 100 SOPS-encrypted Secrets costs, and an OCI artifact of 1,000 objects against Git
+bench: control-plane tools age registry
+	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^(TestCompare|TestFleet|TestCharts|TestSOPS|TestOCI)$$' -v ./bench/
 
-## demo: recond holding a namespace of a local control plane against a local repository
-demo: build control-plane
+## demo: recond holding a namespace of a local control plane against a local repository (and an OCI artifact in a
+## registry on loopback)
+demo: build control-plane registry
 	$(GO) run ./hack/demo -recond bin/recond -examples examples/demo-app -chart examples/demo-chart -sops examples/demo-sops
 
 clean:

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"recond.dev/recond/internal/revision"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
@@ -430,13 +431,8 @@ func phaseSucceeded(r *reconcile.Result, p reconcile.Phase) bool {
 	return false
 }
 
-// short is a revision's first 7 characters.
-func short(rev string) string {
-	if len(rev) > 7 {
-		return rev[:7]
-	}
-	return rev
-}
+// short is a revision cut to 7 hex digits.
+func short(rev string) string { return revision.Abbrev(rev, 7) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

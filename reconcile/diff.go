@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"recond.dev/recond/internal/revision"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
 )
@@ -354,12 +355,8 @@ func desiredHash(u *unstructured.Unstructured) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}
+// shortSHA is a revision cut to 12 hex digits, in log lines and errors.
+func shortSHA(s string) string { return revision.Abbrev(s, 12) }
 
 // keepGenerated returns desired with, for each object whose fields a
 // chart's key or certificate maker made (st.Generated) and that exists,

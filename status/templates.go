@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"strings"
 	"time"
+
+	"recond.dev/recond/internal/revision"
 )
 
 // pages are the page's templates. Every element is closed explicitly and
@@ -207,13 +209,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 {{end}}
 `))
 
-// short is the first 7 characters of a revision, as git abbreviates it.
-func short(rev string) string {
-	if len(rev) > 7 {
-		return rev[:7]
-	}
-	return rev
-}
+// short is a revision cut to 7 hex digits, as git abbreviates a commit.
+func short(rev string) string { return revision.Abbrev(rev, 7) }
 
 // formatDuration writes d with a precision that fits its size.
 func formatDuration(d time.Duration) string {

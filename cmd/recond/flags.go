@@ -57,8 +57,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	o := &options{cmd: cmd}
 	fs := flag.NewFlagSet("recond "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.repo, "repo", "", "Git repository: a local path, file://, https://, ssh:// or git@host:path URL (required)")
-	fs.StringVar(&o.ref, "ref", "", "branch, tag or commit SHA to follow (default: the remote HEAD)")
+	fs.StringVar(&o.repo, "repo", "", "where the manifests live: a Git repository (a local path, file://, https://, ssh:// or git@host:path URL) or a registry repository (oci://HOST/REPOSITORY; see docs/oci.md) (required)")
+	fs.StringVar(&o.ref, "ref", "", "branch, tag or commit SHA to follow (default: the remote HEAD); for an oci:// repository, a tag (default latest) or a sha256: digest")
 	fs.StringVar(&o.path, "path", ".", "directory in the repository holding the manifests (YAML/JSON files, a kustomization or a Helm chart)")
 	fs.StringVar(&o.namespace, "namespace", "", "namespace to manage (default: $POD_NAMESPACE, then the service account's namespace)")
 	fs.StringVar(&o.name, "name", "recond", "instance name, recorded in label recond.dev/instance; two instances in one namespace need different names")

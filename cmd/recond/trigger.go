@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"recond.dev/recond/internal/revision"
 	"recond.dev/recond/status"
 )
 
@@ -68,7 +69,7 @@ func trigger(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		switch {
 		case err == nil && ts.State == status.StateDone && ts.Tick != nil:
 			t := ts.Tick
-			line := fmt.Sprintf("tick %d: %s at revision %.12s in %.1fs", t.ID, t.Outcome, t.Revision, t.DurationSeconds)
+			line := fmt.Sprintf("tick %d: %s at revision %s in %.1fs", t.ID, t.Outcome, revision.Abbrev(t.Revision, 12), t.DurationSeconds)
 			if t.Health != "" {
 				line += ", health " + t.Health
 			}

@@ -474,7 +474,10 @@ func demo(recondBin, examples, chart, sops string, interval time.Duration) error
 	if err := chartStep(ctx, cs, recondBin, chart, sops, work, kubeconfig); err != nil {
 		return err
 	}
-	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, stood still while suspended, left one object to a human, survived a crash, held a Helm chart and decrypted its SOPS-encrypted values; every later tick is converged")
+	if err := ociStep(ctx, cs, recondBin, examples, work, kubeconfig); err != nil {
+		return err
+	}
+	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, stood still while suspended, left one object to a human, survived a crash, held a Helm chart, decrypted its SOPS-encrypted values and followed an OCI artifact by digest; every later tick is converged")
 	return nil
 }
 

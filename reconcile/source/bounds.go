@@ -19,6 +19,7 @@ const (
 	LimitDepth          = "nesting depth"
 	LimitAliasExpansion = "alias expansion"
 	LimitMemory         = "memory"
+	LimitFiles          = "files"
 )
 
 // limitFlags maps each limit to the flag that sets it.
@@ -29,6 +30,7 @@ var limitFlags = map[string]string{
 	LimitDepth:          "--render-max-depth",
 	LimitAliasExpansion: "--render-max-alias-expansion",
 	LimitMemory:         "--render-max-memory",
+	LimitFiles:          "--render-max-files",
 }
 
 // aliasAllowance is the number of nodes a YAML document may expand to on

@@ -1,5 +1,5 @@
-// Package source fetches Kubernetes manifests from a Git repository and
-// renders them into objects, for the reconciler to apply.
+// Package source fetches Kubernetes manifests from a Git repository or an
+// OCI registry and renders them into objects, for the reconciler to apply.
 //
 // A [Source] is built from a [Config] with [New]. Each reconcile tick calls
 // [Source.Fetch], which resolves the configured ref to a commit SHA, and then
@@ -97,8 +97,33 @@
 // MAC is always verified. [Source.SensitiveValues] tells the values a
 // render decrypted that are secret wherever a template copies them.
 //
+// A Config.URL oci://HOST/REPOSITORY is a registry's repository (oci.go,
+// package oci; docs/oci.md): the ref is a tag or a sha256 digest, and the
+// revision the manifest's digest ("sha256:..."). Fetch resolves a tag with
+// one manifest HEAD and pulls the manifest and its one content layer (by
+// media type: a Flux artifact, a Helm chart, a plain artifact of one
+// tar+gzip layer), each verified against its digest and bounded by the
+// render limits, into a cache directory per digest, only when the digest
+// is not cached. Render unpacks the layer in memory into a Dir
+// (artifact.go), refusing absolute paths, "..", hard links, devices, links
+// that leave the tree, duplicates and anything over the limits, naming the
+// entry (a *ManifestError), and renders it like a Git tree. A cached layer
+// that no longer matches its digest is the cache's fault: the next Fetch
+// pulls it again. The registry's failures are an *Error with their reason
+// (unavailable, timeout, auth, not_found, invalid); with
+// OCIOptions.VerifyArtifacts, an artifact without a cosign signature by a
+// key of OCIOptions.CosignKeysFile (package cosign) is refused with reason
+// forbidden, once per digest and keys.
+//
 // With Config.VerifyCommits, Fetch refuses a revision whose commit (or, when
 // the ref names an annotated tag, whose tag) is not signed by a key of
 // Config.TrustedKeysFile, cached or not, with a *[SignatureError] naming the
-// commit and the signer's key id: such a revision is never rendered.
+// commit and the signer's key id: such a revision is never rendered. The
+// keys file (verifykeys.go, read at every fetch) holds armored OpenPGP
+// public keys, SSH keys as allowed-signers lines (ssh-keygen's ALLOWED
+// SIGNERS format), or both. An OpenPGP signature is checked with go-git's
+// Verify; an SSH signature (git's gpg.format=ssh) with package sshsig, over
+// the object without its signature, in namespace "git", at the committer's
+// (or tagger's) date as the object states it, as git verify-commit does;
+// its key id is the key's SHA256 fingerprint.
 package source

@@ -18,9 +18,10 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KnownHostsFile, "git-known-hosts-file", "", "known_hosts file to verify SSH host keys against (required for SSH)")
 	fs.BoolVar(&c.InsecureSkipHostKeyCheck, "insecure-skip-host-key-check", false, "connect over SSH without verifying the host key")
 	c.Limits.BindFlags(fs)
+	c.OCI.BindFlags(fs)
 	c.Helm.HelmOptions.BindFlags(fs)
 	fs.BoolVar(&c.VerifyCommits, "verify-commits", false, "render only commits (or, for a tag --ref, annotated tags) signed by a key in --trusted-keys-file")
-	fs.StringVar(&c.TrustedKeysFile, "trusted-keys-file", "", "armored OpenPGP public keys trusted to sign commits (with --verify-commits)")
+	fs.StringVar(&c.TrustedKeysFile, "trusted-keys-file", "", "keys trusted to sign commits (with --verify-commits): armored OpenPGP public keys and/or SSH keys as allowed-signers lines (ssh-keygen's format: principals [options] keytype base64key); read at every fetch")
 	fs.StringVar(&c.SOPSAgeKeysFile, FlagSOPSAgeKeysFile, "", "file of age identities (AGE-SECRET-KEY-1..., as SOPS_AGE_KEY_FILE) that decrypt the repository's SOPS-encrypted Secrets, secretGenerator sources and Helm values files; read at every render")
 }
 
@@ -38,6 +39,9 @@ func (c *Config) Validate() error {
 	if err := c.Limits.Validate(); err != nil {
 		return err
 	}
+	if err := c.OCI.Validate(); err != nil {
+		return err
+	}
 	return c.Helm.HelmOptions.Validate()
 }
 
@@ -49,12 +53,13 @@ func (l *Limits) BindFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&l.MaxFileBytes, "render-max-file-bytes", DefaultLimits.MaxFileBytes, "largest file a render may read")
 	fs.IntVar(&l.MaxDepth, "render-max-depth", DefaultLimits.MaxDepth, "deepest nesting of maps and lists in one object")
 	fs.IntVar(&l.MaxAliasExpansion, "render-max-alias-expansion", DefaultLimits.MaxAliasExpansion, "most a YAML document may grow by expanding its aliases, as a multiple of its own size")
+	fs.IntVar(&l.MaxFiles, "render-max-files", DefaultLimits.MaxFiles, "most files, directories and links an OCI artifact's layer may hold")
 }
 
 // Validate checks that every limit is positive (a flag of 0 would not mean
 // the default).
 func (l Limits) Validate() error {
-	if l.MaxBytes <= 0 || l.MaxObjects <= 0 || l.MaxFileBytes <= 0 || l.MaxDepth <= 0 || l.MaxAliasExpansion <= 0 {
+	if l.MaxBytes <= 0 || l.MaxObjects <= 0 || l.MaxFileBytes <= 0 || l.MaxDepth <= 0 || l.MaxAliasExpansion <= 0 || l.MaxFiles <= 0 {
 		return fmt.Errorf("the --render-max-* limits must be positive")
 	}
 	return nil

@@ -16,18 +16,22 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"recond.dev/recond/reconcile/source/oci"
 )
 
 // Config says where the manifests live and how to reach them.
 type Config struct {
 	// URL is a local path, a file:// URL, an https:// (or http://) URL, an
-	// ssh:// URL or an scp-like address such as git@host:org/repo.git. A
+	// ssh:// URL or an scp-like address such as git@host:org/repo.git; or a
+	// registry's repository, oci://HOST/REPOSITORY (oci.go). A
 	// local path may point inside a worktree; the repository is found by
 	// walking up to its .git.
 	URL string
 	// Ref is a branch, a tag, a full reference name ("refs/...") or a full
 	// 40-hex commit SHA. "" means the remote HEAD (the default branch), or
-	// the checked-out HEAD of a local repository.
+	// the checked-out HEAD of a local repository. For an oci:// URL it is a
+	// tag ("" is latest) or a sha256: digest.
 	Ref string
 	// Path is the directory inside the repository holding the manifests,
 	// relative to the repository root; "" or "." is the root itself.
@@ -59,9 +63,13 @@ type Config struct {
 
 	// VerifyCommits refuses to render a revision whose commit (or, when Ref
 	// names a tag, whose annotated tag) is not signed by a key of
-	// TrustedKeysFile (armored OpenPGP public keys, read at every fetch).
+	// TrustedKeysFile (armored OpenPGP public keys and SSH keys as
+	// allowed-signers lines, read at every fetch).
 	VerifyCommits   bool
 	TrustedKeysFile string
+
+	// OCI says how to reach a registry, for an oci:// URL (oci.go).
+	OCI OCIOptions
 
 	// SOPSAgeKeysFile holds the age identities (AGE-SECRET-KEY-1...) that
 	// decrypt the revision's SOPS-encrypted files, read at every render
@@ -71,7 +79,8 @@ type Config struct {
 
 // Revision is the outcome of a Fetch.
 type Revision struct {
-	// SHA is the full hex SHA of the commit the ref resolved to.
+	// SHA is the full hex SHA of the commit the ref resolved to, or for an
+	// OCI source the manifest's digest ("sha256:" and 64 hex digits).
 	SHA string
 	// Fetched is false when no objects were fetched over the network: the
 	// repository is local, or the commit was already in the cache.
@@ -86,6 +95,7 @@ const (
 	kindLocal kind = iota
 	kindHTTP
 	kindSSH
+	kindOCI
 )
 
 // Source reads manifests from one repository at one ref. Its methods are
@@ -119,12 +129,23 @@ type Source struct {
 	seed  []byte
 	// sensitive is what the last renders decrypted (decrypt.go).
 	sensitive []sensitiveAt
+	// oci is the registry's side of an oci:// source (oci.go).
+	oci *ociSource
 }
 
 // New validates cfg and returns a Source. It does not touch the network or
 // the disk.
 func New(cfg Config) (*Source, error) {
 	s := &Source{cfg: cfg}
+	if oci.IsURL(cfg.URL) {
+		if err := s.newOCI(cfg); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	if cfg.OCI != (OCIOptions{}) {
+		return nil, errors.New("source: the --oci-* and artifact signature settings are for an oci:// URL")
+	}
 	if err := s.parseURL(cfg.URL); err != nil {
 		return nil, err
 	}
@@ -194,9 +215,22 @@ func (s *Source) Fetch(ctx context.Context) (Revision, error) {
 	}
 	var rev Revision
 	var err error
-	if s.kind == kindLocal {
+	switch s.kind {
+	case kindLocal:
 		rev, err = s.fetchLocal()
-	} else {
+	case kindOCI:
+		mu := cacheLock(s.cache)
+		mu.Lock()
+		defer mu.Unlock()
+		if rev, err = s.fetchOCI(ctx); err == nil {
+			// Checked once per digest and keys, still under the lock.
+			err = s.verifyArtifact(ctx, rev.SHA)
+		}
+		if err != nil {
+			return Revision{}, fmt.Errorf("fetch %s: %w", s.display, withReason(err))
+		}
+		return rev, nil
+	default:
 		mu := cacheLock(s.cache)
 		mu.Lock()
 		defer mu.Unlock()
@@ -388,6 +422,10 @@ func (s *Source) fetchCommit(ctx context.Context, repo *git.Repository, remote *
 // while a render runs, so that a render of a revision already replaced is
 // stopped rather than finished.
 func (s *Source) Moved(ctx context.Context, rev Revision) (bool, error) {
+	if s.kind == kindOCI {
+		// A tag may look like a commit SHA; a digest never moves.
+		return s.movedOCI(ctx, rev)
+	}
 	if isSHA(s.ref) || rev.SHA == "" {
 		return false, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"recond.dev/recond/internal/transient"
+	"recond.dev/recond/reconcile/source/oci"
 )
 
 // Reason says why the source could not be read, in the words of the loop's
@@ -24,6 +25,10 @@ const (
 	ReasonTimeout     Reason = transient.Timeout
 	ReasonUnavailable Reason = transient.Unavailable
 	ReasonOther       Reason = "other"
+	// An artifact that recond refuses (oci.go), and one whose signature
+	// does not verify.
+	ReasonInvalid   Reason = "invalid"
+	ReasonForbidden Reason = "forbidden"
 )
 
 // Error is a failure to read the source (Git, its transports, the disk)
@@ -44,6 +49,11 @@ func withReason(err error) error {
 	var e *Error
 	if err == nil || errors.As(err, &e) {
 		return err
+	}
+	var oe *oci.Error
+	if errors.As(err, &oe) {
+		// The registry client decided it where it failed.
+		return &Error{Reason: Reason(oe.Reason), Err: err}
 	}
 	if r := reasonOf(err); r != "" {
 		return &Error{Reason: r, Err: err}

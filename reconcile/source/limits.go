@@ -17,6 +17,9 @@ type Limits struct {
 	// at most this many times its own nodes (plus a small allowance)
 	// (--render-max-alias-expansion).
 	MaxAliasExpansion int
+	// MaxFiles caps the entries (files, directories and links) of an OCI
+	// artifact's layer (--render-max-files).
+	MaxFiles int
 }
 
 // DefaultLimits are the limits used for zero fields of Limits.
@@ -26,6 +29,7 @@ var DefaultLimits = Limits{
 	MaxFileBytes:      32 << 20,
 	MaxDepth:          100,
 	MaxAliasExpansion: 10,
+	MaxFiles:          20000,
 }
 
 // withDefaults returns l with every zero field set from DefaultLimits.
@@ -44,6 +48,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxAliasExpansion <= 0 {
 		l.MaxAliasExpansion = DefaultLimits.MaxAliasExpansion
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = DefaultLimits.MaxFiles
 	}
 	return l
 }

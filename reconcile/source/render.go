@@ -72,8 +72,12 @@ func (e *ManifestError) Unwrap() error { return e.Err }
 // It never opens a network connection or starts a process, and returns
 // soon after ctx is done.
 func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
-	if !isSHA(sha) {
-		return nil, fmt.Errorf("render %s: %q is not a full commit SHA", s.display, sha)
+	if !s.isRevision(sha) {
+		what := "a full commit SHA"
+		if s.kind == kindOCI {
+			what = "a sha256: manifest digest"
+		}
+		return nil, fmt.Errorf("render %s: %q is not %s", s.display, sha, what)
 	}
 	sha = strings.ToLower(sha)
 	if s.kind != kindLocal {
@@ -84,7 +88,7 @@ func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
 	ms, err := s.render(ctx, sha)
 	if err != nil {
 		s.renderFailed(sha, err)
-		return nil, fmt.Errorf("render %s at %s: %w", s.display, sha[:12], withReason(err))
+		return nil, fmt.Errorf("render %s at %s: %w", s.display, shortRev(sha), withReason(err))
 	}
 	return ms, nil
 }
@@ -127,6 +131,10 @@ func (s *Source) renderWith(ctx context.Context, repo *git.Repository, sha strin
 // tree opens the repository and returns the commit's files: the root and
 // the configured directory.
 func (s *Source) tree(sha string) (*git.Repository, Dir, Dir, error) {
+	if s.kind == kindOCI {
+		root, dir, _, err := s.ociTree(sha)
+		return nil, root, dir, err
+	}
 	repo, err := s.open()
 	if err != nil {
 		return nil, nil, nil, err
@@ -359,7 +367,7 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 	s.mu.Unlock()
 	if log := s.cfg.Helm.Log; log != nil && len(crds)+len(hooks) > 0 {
 		log.InfoContext(ctx, "chart render left out what a namespaced instance does not apply (see docs/helm.md): CRDs, and test, rollback and delete hooks",
-			"revision", sha[:12], "crds", crds, "hooks", hooks)
+			"revision", shortRev(sha), "crds", crds, "hooks", hooks)
 	}
 	var ms []Manifest
 	for _, d := range docs {
@@ -407,6 +415,14 @@ func (s *Source) helmRequest(ctx context.Context, repo *git.Repository, sha stri
 			return req, fmt.Errorf("commit %s: %w", sha, err)
 		}
 		req.Now = c.Committer.When.UTC()
+	}
+	if s.kind == kindOCI {
+		// An artifact's time is when it was made, as its manifest says.
+		a, err := s.cachedArtifact(sha)
+		if err != nil {
+			return req, err
+		}
+		req.Now = a.Created
 	}
 	var err error
 	if h.Capabilities != nil {

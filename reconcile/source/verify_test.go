@@ -16,6 +16,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"recond.dev/recond/reconcile/source/sshsig"
 )
 
 // newKey makes an OpenPGP key pair (Ed25519, which is quick to generate).
@@ -302,11 +304,13 @@ func TestVerifyKeysFileErrors(t *testing.T) {
 		is      error
 	}{
 		{"missing", nil, "read --trusted-keys-file", os.ErrNotExist},
-		{"empty", ptr(""), "no armored OpenPGP public key", nil},
-		{"not armored", ptr("ssh-ed25519 AAAA... me@host\n"), "no armored OpenPGP public key", nil},
-		{"truncated", ptr(good[:len(good)/2]), "armored block 1", nil},
-		{"garbage body", ptr("-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nAAAA\n=AAAA\n-----END PGP PUBLIC KEY BLOCK-----\n"), "armored block 1", nil},
-		{"private key", ptr(good + private.String()), `armored block 2 is a "PGP PRIVATE KEY BLOCK"`, nil},
+		{"empty", ptr(""), "no key found: neither an armored OpenPGP public key", nil},
+		{"comments only", ptr("# keys\n\n"), "no key found: neither an armored OpenPGP public key", nil},
+		{"public key line without principals", ptr("ssh-ed25519 AAAA... me@host\n"), "SSH allowed signers: line 1: the line starts with the key type ssh-ed25519", nil},
+		{"text around a key", ptr("Alice's key:\n" + good), `SSH allowed signers: line 1: "key:" is neither a supported key type nor an option`, nil},
+		{"truncated", ptr(good[:len(good)/2]), `armored block 1 (line 1) has no "-----END PGP ...-----" line`, nil},
+		{"garbage body", ptr("-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nAAAA\n=AAAA\n-----END PGP PUBLIC KEY BLOCK-----\n"), "armored block 1 (line 1)", nil},
+		{"private key", ptr(good + private.String()), `armored block 2 (line ` + fmt.Sprint(strings.Count(good, "\n")+1) + `) is a "PGP PRIVATE KEY BLOCK"`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -347,6 +351,12 @@ func TestSignatureErrorMessages(t *testing.T) {
 			`tag "v1" (commit 1a2b3c4d5e6f) by "Eve\n <e>" is signed by key 0123456789ABCDEF which is not in --trusted-keys-file`},
 		{SignatureError{Commit: sha, Signer: "A <a>", Err: errors.New("bad")},
 			`commit 1a2b3c4d5e6f by "A <a>": signature by key (unknown) does not verify: bad`},
+		{SignatureError{Commit: sha, KeyID: "SHA256:abc", Signer: "Eve <eve@example.com>", Err: sshsig.ErrUnknownKey},
+			`commit 1a2b3c4d5e6f by "Eve <eve@example.com>" is signed by key SHA256:abc which is not in --trusted-keys-file`},
+		{SignatureError{Commit: sha, Tag: "v1", KeyID: "SHA256:abc", Signer: "A <a>", Err: &sshsig.NotAllowedError{Reasons: []string{"line 2 says no", "line 3 too"}}},
+			`tag "v1" (commit 1a2b3c4d5e6f) by "A <a>" is signed by key SHA256:abc, but --trusted-keys-file does not allow that key here: line 2 says no; line 3 too`},
+		{SignatureError{Commit: sha, KeyID: "SHA256:abc", Signer: "A <a>", Err: fmt.Errorf("%w: it does not match the signed message", sshsig.ErrBadSignature)},
+			`commit 1a2b3c4d5e6f by "A <a>": signature by key SHA256:abc does not verify: bad signature: it does not match the signed message`},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {

@@ -79,6 +79,7 @@ const workerEnv = "_RECOND_RENDER_WORKER"
 type workerRequest struct {
 	Repo      string `json:"repo"`  // the repository's directory
 	Local     bool   `json:"local"` // a local repository (else a bare clone)
+	OCI       bool   `json:"oci"`   // Repo is an OCI source's cache of artifacts
 	SHA       string `json:"sha"`
 	Dir       string `json:"dir"`
 	Limits    Limits `json:"limits"`
@@ -192,8 +193,11 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 		return 2
 	}
 	s := &Source{kind: kindHTTP, cache: req.Repo, dir: req.Dir, cfg: Config{Limits: req.Limits}}
-	if req.Local {
+	switch {
+	case req.Local:
 		s.kind, s.local = kindLocal, req.Repo
+	case req.OCI:
+		s.kind = kindOCI
 	}
 	b := &budget{lim: req.Limits.withDefaults()}
 	b.dec.keys, b.dec.keysFile = req.AgeKeys, req.KeysFile
@@ -297,8 +301,11 @@ func (s *Source) renderInWorker(ctx context.Context, sha string, b *budget, labe
 	if b.dec.keysErr != nil {
 		req.KeysErr = b.dec.keysErr.Error()
 	}
-	if s.kind == kindLocal {
+	switch s.kind {
+	case kindLocal:
 		req.Repo, req.Local = s.local, true
+	case kindOCI:
+		req.OCI = true
 	}
 	if d, ok := ctx.Deadline(); ok {
 		// A backstop only: the worker is killed at the deadline. CPU time

@@ -1,0 +1,305 @@
+package source
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// An OCI artifact's layer (a tar+gzip) becomes a tree of files in memory,
+// behind Dir and File like a Git commit's tree, so that every renderer
+// reads it under the same bounds and link rules. The layer is untrusted:
+// what it may not hold is refused while it is read, naming the entry,
+// before anything is rendered.
+
+// memDir is one directory of an unpacked layer.
+type memDir struct {
+	entries map[string]*memNode
+	names   []string // sorted
+}
+
+// memNode is one entry: a file's content, a link's target or a directory.
+type memNode struct {
+	kind EntryKind
+	data []byte
+	dir  *memDir
+}
+
+func newMemDir() *memDir { return &memDir{entries: map[string]*memNode{}} }
+
+func (d *memDir) Entries() []Entry {
+	out := make([]Entry, len(d.names))
+	for i, n := range d.names {
+		out[i] = Entry{Name: n, Kind: d.entries[n].kind}
+	}
+	return out
+}
+
+func (d *memDir) Entry(name string) (Entry, error) {
+	n, ok := d.entries[name]
+	if !ok {
+		return Entry{}, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	}
+	return Entry{Name: name, Kind: n.kind}, nil
+}
+
+func (d *memDir) Dir(name string) (Dir, error) {
+	n, ok := d.entries[name]
+	if !ok || n.kind != KindDir {
+		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	}
+	return n.dir, nil
+}
+
+func (d *memDir) File(name string) (File, error) {
+	n, ok := d.entries[name]
+	if !ok || n.kind == KindDir {
+		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	}
+	return memFile(n.data), nil
+}
+
+// memFile is a file's content (or a link's target).
+type memFile []byte
+
+func (f memFile) Size() int64                  { return int64(len(f)) }
+func (f memFile) Open() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(f)), nil }
+
+// The longest entry name and the deepest entry a layer may hold: a path
+// longer than Linux's PATH_MAX, or deeper than any manifest tree, is not
+// one to render.
+const (
+	maxEntryName  = 4096
+	maxEntryDepth = 64
+)
+
+// layerError is an entry of a layer that recond refuses: reason invalid,
+// naming the entry.
+func layerError(entry, format string, args ...any) error {
+	return &ManifestError{File: "layer entry " + entry, Err: fmt.Errorf(format, args...)}
+}
+
+// unpackLayer reads a tar+gzip layer into memory and checks that what
+// was read is the blob of digest (a "sha256:..." the manifest named): a
+// cached blob that no longer is fails as the cache's fault (an
+// *objectReadError), so the next fetch pulls it again.
+//
+// Refused, each naming the entry: a path that is absolute or climbs with
+// "..", a hard link, a device, FIFO or any type but a file, a directory
+// or a symbolic link, a symbolic link whose target is absolute or leaves
+// the tree, an entry given twice, a file larger than MaxFileBytes, more
+// than MaxFiles entries, and more than MaxBytes of uncompressed data (the
+// tar's headers included).
+func unpackLayer(blob io.Reader, digest string, lim Limits) (*memDir, error) {
+	want, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok {
+		return nil, fmt.Errorf("layer digest %q is not sha256", digest)
+	}
+	h := sha256.New()
+	src := io.TeeReader(blob, h)
+	zr, err := gzip.NewReader(src)
+	if err != nil {
+		return nil, checkBlob(src, h, want, layerError("(gzip)", "not a gzip stream: %v", err))
+	}
+	zr.Multistream(false)
+	plain := &countingReader{r: zr, max: lim.MaxBytes}
+	root := newMemDir()
+	files := 0
+	tr := tar.NewReader(plain)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, checkBlob(src, h, want, plain.limitOr(layerError("(tar)", "%v", err)))
+		}
+		if files++; files > lim.MaxFiles {
+			return nil, newLimitError(LimitFiles, int64(files), int64(lim.MaxFiles), "layer entry "+hdr.Name)
+		}
+		if err := addEntry(root, tr, hdr, lim, &files); err != nil {
+			return nil, checkBlob(src, h, want, plain.limitOr(err))
+		}
+	}
+	return root, checkBlob(src, h, want, nil)
+}
+
+// checkBlob reads what is left of the blob and compares its digest: a
+// blob that is not the one the manifest named is the cache's fault, which
+// wins over what its content made fail (err).
+func checkBlob(src io.Reader, h interface{ Sum([]byte) []byte }, want string, err error) error {
+	if _, cerr := io.Copy(io.Discard, src); cerr != nil {
+		return &objectReadError{fmt.Errorf("read the cached layer: %w", cerr)}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return &objectReadError{fmt.Errorf("the cached layer is damaged: its digest is sha256:%s, not sha256:%s", got[:12], want[:12])}
+	}
+	return err
+}
+
+// countingReader fails once more than max bytes were read.
+type countingReader struct {
+	r        io.Reader
+	n, max   int64
+	exceeded bool
+}
+
+var errUncompressed = errors.New("uncompressed layer over --render-max-bytes")
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.n > c.max {
+		c.exceeded = true
+		return n, errUncompressed
+	}
+	return n, err
+}
+
+// limitOr is the bytes limit, when that is why reading stopped, or err.
+func (c *countingReader) limitOr(err error) error {
+	if c.exceeded {
+		return newLimitError(LimitBytes, c.n, c.max, "layer (uncompressed)")
+	}
+	return err
+}
+
+// addEntry checks one tar entry and adds it to root.
+func addEntry(root *memDir, tr *tar.Reader, hdr *tar.Header, lim Limits, files *int) error {
+	name := hdr.Name
+	if len(name) > maxEntryName {
+		return layerError(name[:64]+"...", "a name of %d bytes, longer than a path (%d)", len(name), maxEntryName)
+	}
+	if !utf8.ValidString(name) || strings.ContainsRune(name, 0) {
+		return layerError(fmt.Sprintf("%q", name), "the name is not UTF-8 text")
+	}
+	clean, err := entryPath(name)
+	if err != nil {
+		return layerError(name, "%v", err)
+	}
+	switch hdr.Typeflag {
+	case tar.TypeReg, tar.TypeRegA, tar.TypeDir, tar.TypeSymlink:
+	case tar.TypeXGlobalHeader:
+		return nil // pax defaults for the entries after it (git archive writes one): no file
+	case tar.TypeLink:
+		return layerError(name, "a hard link (to %s): refused", hdr.Linkname)
+	case tar.TypeChar, tar.TypeBlock:
+		return layerError(name, "a device file: refused")
+	case tar.TypeFifo:
+		return layerError(name, "a FIFO: refused")
+	default:
+		return layerError(name, "an entry of tar type %q: only files, directories and symbolic links are read", hdr.Typeflag)
+	}
+	if clean == "." {
+		if hdr.Typeflag == tar.TypeDir {
+			return nil // "./"
+		}
+		return layerError(name, "not a path inside the artifact")
+	}
+	if depth := strings.Count(clean, "/") + 1; depth > maxEntryDepth {
+		return layerError(name, "%d directories deep, more than %d", depth, maxEntryDepth)
+	}
+	parent, base, err := mkdirs(root, clean, func() error {
+		// A directory the entry implies counts as an entry of its own.
+		if *files++; *files > lim.MaxFiles {
+			return newLimitError(LimitFiles, int64(*files), int64(lim.MaxFiles), "layer entry "+name)
+		}
+		return nil
+	})
+	if err != nil {
+		var me *ManifestError
+		if errors.As(err, &me) {
+			return err
+		}
+		return layerError(name, "%v", err)
+	}
+	if old, ok := parent.entries[base]; ok {
+		if hdr.Typeflag == tar.TypeDir && old.kind == KindDir {
+			return nil // a directory named again, as tar does for parents
+		}
+		return layerError(name, "given twice in the layer")
+	}
+	n := &memNode{}
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		n.kind, n.dir = KindDir, newMemDir()
+	case tar.TypeSymlink:
+		t := hdr.Linkname
+		if path.IsAbs(t) || len(t) == 0 || len(t) > maxSymlinkTarget {
+			return layerError(name, "a symbolic link to %q leaves the artifact", t)
+		}
+		if j := path.Join(path.Dir(clean), t); j == ".." || strings.HasPrefix(j, "../") {
+			return layerError(name, "a symbolic link to %q leaves the artifact", t)
+		}
+		n.kind, n.data = KindSymlink, []byte(t)
+	default:
+		if hdr.Size > lim.MaxFileBytes {
+			return newLimitError(LimitFileBytes, hdr.Size, lim.MaxFileBytes, "layer entry "+name)
+		}
+		data := make([]byte, hdr.Size)
+		if _, err := io.ReadFull(tr, data); err != nil {
+			return layerError(name, "%v", err)
+		}
+		n.kind, n.data = KindFile, data
+	}
+	parent.entries[base] = n
+	i := sort.SearchStrings(parent.names, base)
+	parent.names = append(parent.names, "")
+	copy(parent.names[i+1:], parent.names[i:])
+	parent.names[i] = base
+	return nil
+}
+
+// entryPath cleans a tar entry's name ("./a/b/" is "a/b"), refusing one
+// that is absolute or climbs.
+func entryPath(name string) (string, error) {
+	if name == "" {
+		return "", errors.New("an empty name")
+	}
+	if path.IsAbs(name) {
+		return "", errors.New("an absolute path: refused")
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return "", errors.New("a path that climbs with \"..\": refused")
+		}
+	}
+	return path.Clean(name), nil
+}
+
+// mkdirs returns the directory that holds p, making the directories on
+// the way (each after made agrees); a file or link on the way is an
+// error.
+func mkdirs(root *memDir, p string, made func() error) (*memDir, string, error) {
+	parts := strings.Split(p, "/")
+	d := root
+	for i, part := range parts[:len(parts)-1] {
+		n, ok := d.entries[part]
+		if !ok {
+			if err := made(); err != nil {
+				return nil, "", err
+			}
+			n = &memNode{kind: KindDir, dir: newMemDir()}
+			d.entries[part] = n
+			j := sort.SearchStrings(d.names, part)
+			d.names = append(d.names, "")
+			copy(d.names[j+1:], d.names[j:])
+			d.names[j] = part
+		}
+		if n.kind != KindDir {
+			return nil, "", fmt.Errorf("%s is not a directory", strings.Join(parts[:i+1], "/"))
+		}
+		d = n.dir
+	}
+	return d, parts[len(parts)-1], nil
+}
