@@ -127,9 +127,9 @@ test-short:
 ## bench: recond against Flux's engine on one API server, N=90..3000, then a fleet of 20 recond processes
 ## in list and in watch mode (about 15 minutes; tables into docs/performance.md, plot into
 ## docs/img/bench-converged.png; RECOND_BENCH_N=90,300 for fewer sizes, RECOND_BENCH_FLEET=0 for no fleet), and what
-## decrypting 100 SOPS-encrypted Secrets costs, and an OCI artifact of 1,000 objects against Git
+## decrypting 100 SOPS-encrypted Secrets costs, an OCI artifact of 1,000 objects against Git, and heal latency on the binary
 bench: control-plane tools age registry
-	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^(TestCompare|TestFleet|TestCharts|TestSOPS|TestOCI)$$' -v ./bench/
+	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^(TestCompare|TestFleet|TestCharts|TestSOPS|TestOCI|TestHealBinary)$$' -v ./bench/
 
 ## demo: recond holding a namespace of a local control plane against a local repository (and an OCI artifact in a
 ## registry on loopback)

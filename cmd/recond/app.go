@@ -244,7 +244,9 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		a.syncAPI = newSyncAPI(token, a.rec.Request, log)
 		a.suspendAPI = &suspendAPI{auth: a.syncAPI, rec: a.rec}
 	}
+	memLimit, memFrom := setMemoryLimit()
 	log.Info("recond starting", "version", version, "repo", src.DisplayURL(), "ref", o.ref, "path", o.path,
+		"memory_limit", memLimit, "memory_limit_from", memFrom,
 		"interval", o.interval.String(), "observe", o.observe, "health_timeout", o.rec.HealthTimeout.String(), "health_rules", o.healthRules != "", "prune", o.rec.Prune, "self_heal", o.rec.SelfHeal, "dry_run", o.rec.DryRun)
 	return a, nil
 }
