@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -27,10 +26,7 @@ func TestOCI(t *testing.T) {
 	if os.Getenv("RECOND_BENCH") != "1" {
 		t.Skip("set RECOND_BENCH=1 (make bench)")
 	}
-	bin := filepath.Join(t.TempDir(), "recond")
-	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "../cmd/recond").CombinedOutput(); err != nil {
-		t.Fatalf("build recond: %v\n%s", err, out)
-	}
+	bin := buildRecond(t)
 	const n = 1000
 	files := map[string]string{}
 	for i := range n {

@@ -29,10 +29,7 @@ func TestSOPS(t *testing.T) {
 	s := testenv.NewSOPS(t)
 	id, recipient := s.Keygen()
 	keys := s.KeysFile(id)
-	bin := filepath.Join(t.TempDir(), "recond")
-	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "../cmd/recond").CombinedOutput(); err != nil {
-		t.Fatalf("build recond: %v\n%s", err, out)
-	}
+	bin := buildRecond(t)
 	const n = 100
 	plain, encrypted := map[string]string{}, map[string]string{}
 	for i := range n {
@@ -104,4 +101,15 @@ func TestSOPS(t *testing.T) {
 	}
 	t.Logf("%d Secrets, plain: render in a worker %s (median of 5), recond sync peak RSS %s", n, renders["plain"], fmtMiB(rss["plain"]))
 	t.Logf("%d Secrets, SOPS-encrypted: render in a worker %s (median of 5), recond sync peak RSS %s", n, renders["sops"], fmtMiB(rss["sops"]))
+}
+
+// buildRecond builds the recond binary as the Makefile does (stripped,
+// trimmed) into a temporary directory and returns its path.
+func buildRecond(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "recond")
+	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "../cmd/recond").CombinedOutput(); err != nil {
+		t.Fatalf("build recond: %v\n%s", err, out)
+	}
+	return bin
 }
