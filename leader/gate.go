@@ -32,7 +32,7 @@ func (e *Elector) MayWrite() error {
 		return fmt.Errorf("%w: this process does not lead (lease %s)", ErrNotWriter, e.describe())
 	case now.Before(e.notBefore):
 		return fmt.Errorf("%w: lease %s was taken over without seeing it expire; no write before %s", ErrNotWriter, e.describe(), e.notBefore.Format(time.RFC3339Nano))
-	case now.Sub(e.renewed) > e.cfg.RenewDeadline:
+	case e.cfg.Mode != ModeClaim && now.Sub(e.renewed) > e.cfg.RenewDeadline:
 		return fmt.Errorf("%w: lease %s last renewed %s ago, longer than the renew deadline %s: another process may hold it by now",
 			ErrNotWriter, e.describe(), now.Sub(e.renewed).Round(time.Millisecond), e.cfg.RenewDeadline)
 	}
@@ -171,6 +171,9 @@ func (e *Elector) wrote(lease *coordv1.Lease, start time.Time, created bool) {
 func (e *Elector) lose(why string) {
 	if e.lost != nil || !e.held {
 		return
+	}
+	if e.cfg.Mode == ModeClaim {
+		why += claimAdvice
 	}
 	e.lost = fmt.Errorf("%w %s: %s", ErrLost, e.describe(), why)
 	e.log.Error("leadership lost: no more writes", "lease", e.cfg.Lease, "identity", e.cfg.Identity, "reason", why)

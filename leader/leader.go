@@ -32,6 +32,11 @@ type Config struct {
 	// to renew before it stops leading; RetryPeriod the time between
 	// attempts.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Mode is how the Lease is held: ModeRenew ("" too) or ModeClaim.
+	// Only Run looks at it; with ModeClaim, RetryPeriod paces the retries
+	// of a claim the API server refused and RenewDeadline bounds each
+	// request.
+	Mode string
 	// Failed, when set, is told every failed request on the Lease, as a
 	// *LeaseError (metrics count them).
 	Failed func(error)
@@ -139,6 +144,9 @@ func (e *Elector) Run(ctx context.Context, observe func(State), lead func(ctx co
 	cfg, log := e.cfg, e.log
 	if observe == nil {
 		observe = func(State) {}
+	}
+	if cfg.Mode == ModeClaim {
+		return e.runClaim(ctx, observe, lead)
 	}
 	lk := &lock{e: e}
 

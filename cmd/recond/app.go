@@ -170,6 +170,11 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	a := &app{opts: o, log: log, tracer: tp, reg: reg, metrics: m, coord: coord}
 	if o.leaderElect && (cmd == "run" || cmd == "sync") {
 		lc := a.leaderConfig()
+		if cmd == "sync" {
+			// One tick: it campaigns with renewals whatever the mode, and
+			// so waits for a claimed Lease to be released.
+			lc.Mode = leader.ModeRenew
+		}
 		lc.Failed = func(err error) {
 			m.LeaseFailed(string(reconcile.Classify(err)))
 			if f := a.leaseFailed; f != nil {

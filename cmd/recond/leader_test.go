@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"recond.dev/recond/internal/testenv"
@@ -95,5 +97,39 @@ func TestSecondProcessOfAnInstanceIsStandby(t *testing.T) {
 	t.Logf("standby applied its revision %s after the leader stopped", time.Since(stopped).Round(10*time.Millisecond))
 	if m := get(t, "http://"+b.addr+"/metrics"); !strings.Contains(m, "\nrecond_leader 1\n") {
 		t.Errorf("new leader's /metrics lack recond_leader 1")
+	}
+}
+
+// With --leader-elect-mode=claim a process takes the Lease at once from a
+// process that crashed holding it (its term an hour from its end) and
+// ticks; a second process of the instance claims it in turn, and the
+// first stops writing and exits 1 saying that the instance must run as one
+// pod.
+func TestClaimedLeaseIsTakenFromACrashedProcess(t *testing.T) {
+	cp.Require(t)
+	ns := cp.Namespace(t)
+	kubeconfig := cp.WriteKubeConfig(t)
+	repo := testenv.NewRepo(t)
+	repo.Commit("a", map[string]string{"cm.yaml": cmYAML})
+	holder, secs, now := "crashed", int32(3600), metav1.NewMicroTime(time.Now())
+	if _, err := cp.Client.CoordinationV1().Leases(ns).Create(context.Background(), &coordv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "recond-leader-recond"},
+		Spec:       coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--repo", repo.URL(), "--namespace", ns, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "--tick-timeout", "30s",
+		"--leader-elect-mode", "claim"}
+	a := startRun(t, "1s", true, args...)
+	if _, err := cp.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "c", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the claimant did not apply: %v", err)
+	}
+	if !strings.Contains(a.log.String(), `"msg":"claiming the lease from its last holder"`) {
+		t.Errorf("the claimant did not say whose Lease it took; log:\n%s", a.log.String())
+	}
+	startRun(t, "1s", true, args...)
+	waitLog(t, a.log, "the first claimant's loss", regexp.MustCompile(`"msg":"leadership lost: no more writes".*replicas: 1, strategy: Recreate`))
+	if code := a.stop(); code != 1 {
+		t.Errorf("the first claimant exited %d, want 1", code)
 	}
 }

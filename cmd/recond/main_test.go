@@ -244,6 +244,7 @@ func TestFlags(t *testing.T) {
 		{name: "no repo", args: []string{"--namespace", "n"}, wantErr: "--repo is required"},
 		{name: "bad env", env: map[string]string{"RECOND_PRUNE": "maybe"}, args: []string{"--repo", "r", "--namespace", "n"}, wantErr: "RECOND_PRUNE"},
 		{name: "bad interval", args: []string{"--repo", "r", "--namespace", "n", "--interval", "0s"}, wantErr: "--interval"},
+		{name: "bad leader-elect mode", args: []string{"--repo", "r", "--namespace", "n", "--leader-elect-mode", "hold"}, wantErr: "--leader-elect-mode"},
 		{name: "commit URL without placeholder", args: []string{"--repo", "r", "--namespace", "n", "--commit-url-template", "https://github.com/o/r/commit/"}, wantErr: "--commit-url-template"},
 		{name: "trace URL not http", args: []string{"--repo", "r", "--namespace", "n", "--trace-url-template", "javascript:alert({trace_id})"}, wantErr: "--trace-url-template"},
 		{name: "link templates", args: []string{"--repo", "r", "--namespace", "n", "--commit-url-template", "https://github.com/o/r/commit/{revision}",
