@@ -201,12 +201,16 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 	slices.SortStableFunc(deletes, func(a, b diff.Change) int { return byDependency(b, a) })
 
 	owned := map[string]bool{}
-	for _, l := range st.Live {
-		if ownedBy(l.GetLabels(), r.cfg.Name) {
-			owned[objectKey(l)] = true
+	if q := st.quiet; q != nil {
+		defer func() { st.Counts.Managed = q.managed }()
+	} else {
+		for _, l := range st.Live {
+			if ownedBy(l.GetLabels(), r.cfg.Name) {
+				owned[objectKey(l)] = true
+			}
 		}
+		defer func() { st.Counts.Managed = len(owned) }()
 	}
-	defer func() { st.Counts.Managed = len(owned) }()
 	// What the tick meant to write and never attempted (the apply stopped
 	// at a refusal, a failure or a stop), for a partial apply's report.
 	defer func() {
@@ -236,6 +240,11 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 	if !r.cfg.DryRun && !r.cfg.SelfHeal && st.Revision == inv.Revision {
 		// Self-heal is off and Git has not moved: report the drift only
 		// (the revision's post-hooks still run once it is healthy).
+		return r.hooksAfter(ctx, st)
+	}
+	if st.quiet != nil {
+		// A quiet tick has nothing to write, and the inventory is what the
+		// last full tick saved.
 		return r.hooksAfter(ctx, st)
 	}
 	if len(writes) > 0 {

@@ -39,6 +39,13 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	if len(st.Desired) == 0 && !r.cfg.AllowEmpty {
 		return Invalidf("no objects in Git at %s under path %q: refusing to treat an empty desired state as \"delete everything\"; check --path, or pass --allow-empty if the namespace should really be emptied", shortSHA(st.Revision), r.cfg.Path)
 	}
+	if q := st.quiet; q != nil {
+		// A quiet tick: the same desired objects against the same live
+		// ones as the last full tick, which found no change.
+		st.Skipped, st.Equivalent = q.skipped, q.equivalent
+		st.Counts.Skipped, st.Counts.Equivalent = len(q.skipped), len(q.equivalent)
+		return nil
+	}
 	r.prepareTypes(ctx, st)
 	opts := r.diffOptions()
 	opts.Sensitive = st.sensitive

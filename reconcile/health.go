@@ -57,6 +57,16 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 	if timeout <= 0 {
 		timeout = DefaultHealthTimeout
 	}
+	if q := st.quiet; q != nil && q.health != nil && (q.healthUntil.IsZero() || now.Before(q.healthUntil)) {
+		// A quiet tick before any progress deadline: no object changed, so
+		// neither did their health.
+		st.Health, st.healthUntil = q.health, q.healthUntil
+		h := q.health
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String("recond.health", string(h.Status)),
+			attribute.Int("recond.objects.assessed", 0),
+			attribute.Int("recond.objects.unhealthy", len(h.Objects)-h.Counts[health.Current]))
+		return nil
+	}
 	live := st.liveByKey()
 	pruned := map[string]bool{}
 	wrote := map[string]bool{}
@@ -137,7 +147,11 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 		}
 		p.raw = a.Status
 		if a.Status == health.InProgress && now.Sub(p.clock) > timeout {
-			a = health.Assessment{Status: health.Failed, Message: p.deadlineMessage(timeout, now, a.Message)}
+			a = health.Assessment{Status: health.Failed, Message: p.deadlineMessage(timeout, a.Message)}
+		} else if a.Status == health.InProgress {
+			if due := p.clock.Add(timeout); st.healthUntil.IsZero() || due.Before(st.healthUntil) {
+				st.healthUntil = due
+			}
 		}
 		if a.Status != p.status {
 			p.status, p.since = a.Status, now
@@ -173,12 +187,15 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 	return nil
 }
 
-func (p *progress) deadlineMessage(timeout time.Duration, now time.Time, why string) string {
+// deadlineMessage says why an object is failed: in progress past the
+// deadline. It names when the progress began rather than for how long, so
+// that it stays the same from tick to tick.
+func (p *progress) deadlineMessage(timeout time.Duration, why string) string {
 	from := "first seen in progress"
 	if p.revision != "" {
 		from = "applied at revision " + shortSHA(p.revision)
 	}
-	msg := fmt.Sprintf("progress deadline: in progress for %s (--health-timeout %s) since %s", now.Sub(p.clock).Round(time.Second), timeout, from)
+	msg := fmt.Sprintf("progress deadline: in progress since %s, longer than --health-timeout %s (%s)", p.clock.UTC().Format(time.RFC3339), timeout, from)
 	if why != "" {
 		msg += ": " + why
 	}

@@ -69,6 +69,9 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	attrs = append(attrs,
 		"desired", r.Counts.Desired, "drifted", r.Counts.Drifted, "created", r.Counts.Created,
 		"updated", r.Counts.Updated, "pruned", r.Counts.Pruned)
+	if r.Quiet {
+		attrs = append(attrs, "quiet", true)
+	}
 	if c := r.Counts; c.Refused > 0 || c.NotWritten > 0 {
 		// A partial apply says so: what was written, refused and left.
 		attrs = append(attrs, "written", c.Written(), "refused", c.Refused, "not_written", c.NotWritten, "partial", r.Partial())

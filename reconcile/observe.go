@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,9 +18,20 @@ import (
 // find those that exist unowned (no GET per object: a first sync of
 // thousands of objects costs one more LIST per kind).
 func (r *Reconciler) observe(ctx context.Context, st *State) error {
+	// Read before anything else: a change after it moves it, and makes the
+	// next tick a full one.
+	st.gen, st.genOK = r.liveGeneration()
 	inv, err := r.loadInventory(ctx, st)
 	if err != nil {
 		return err
+	}
+	if q := r.quietFor(st, st.gen, st.genOK); q != nil {
+		// Nothing the watches see has changed since the last full tick,
+		// which found nothing to do: its live objects are still what the
+		// caches hold.
+		st.quiet, st.Live = q, q.live
+		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.tick.quiet", true))
+		return nil
 	}
 	var kinds []schema.GroupVersionKind
 	seenKind := map[schema.GroupKind]bool{}

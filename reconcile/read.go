@@ -38,12 +38,12 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			return err
 		}
 		st.Revision, st.Fetched = rev.SHA, st.Fetched || rev.Fetched
-		if cached, hooks, chart, once, ignored := r.renderOf(rev.SHA); cached != nil && !r.keysChanged(st, rev.SHA) {
+		if cached, firsts, hooks, chart, once, ignored := r.renderOf(rev.SHA); cached != nil && !r.keysChanged(st, rev.SHA) {
 			// The revision did not move: its render is reused, rendering being a
 			// function of the commit alone. Only the kinds' scope, which the
 			// server decides, is checked again.
 			trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", true))
-			if err := r.checkScopes(cached); err != nil {
+			if err := r.checkScopes(firsts); err != nil {
 				return err
 			}
 			st.Desired, st.Hooks, st.Chart, st.Generated, st.Ignored = cached, hooks, chart, once, ignored
@@ -182,7 +182,7 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
 	r.mu.Lock()
-	r.rendered = renderCache{sha: st.Revision, desired: st.Desired, hooks: st.Hooks, chart: st.Chart, once: st.Generated,
+	r.rendered = renderCache{sha: st.Revision, desired: st.Desired, firsts: firstOfEachKind(st.Desired), hooks: st.Hooks, chart: st.Chart, once: st.Generated,
 		ignored: st.Ignored, values: values, prev: prev, sensitive: st.sensitive}
 	r.mu.Unlock()
 	return nil
@@ -349,26 +349,37 @@ type concealed struct{ s *diff.Sensitive }
 func (c concealed) Holds(u *unstructured.Unstructured) bool { return c.s.In(u.Object) }
 func (c concealed) Redact(text string) string               { return c.s.Redact(text) }
 
-// renderOf is the kept render of sha (its objects and hooks), or nil.
-func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*hook, *source.Chart, map[string][][]string, map[string][]string) {
+// renderOf is the kept render of sha (its objects, the first of each
+// kind, and its hooks), or nil.
+func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*unstructured.Unstructured, []*hook, *source.Chart, map[string][][]string, map[string][]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rendered.sha == "" || r.rendered.sha != sha {
-		return nil, nil, nil, nil, nil
+		return nil, nil, nil, nil, nil, nil
 	}
-	return r.rendered.desired, r.rendered.hooks, r.rendered.chart, r.rendered.once, r.rendered.ignored
+	return r.rendered.desired, r.rendered.firsts, r.rendered.hooks, r.rendered.chart, r.rendered.once, r.rendered.ignored
+}
+
+// firstOfEachKind returns the first object of each kind (group, version
+// and kind) in desired, in order.
+func firstOfEachKind(desired []*unstructured.Unstructured) []*unstructured.Unstructured {
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []*unstructured.Unstructured
+	for _, d := range desired {
+		if gvk := d.GroupVersionKind(); !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // checkScopes checks that every kind of a reused render is still
-// namespace-scoped (a CRD can be replaced by a cluster-scoped one).
-func (r *Reconciler) checkScopes(desired []*unstructured.Unstructured) error {
-	seen := map[schema.GroupVersionKind]bool{}
-	for _, d := range desired {
+// namespace-scoped (a CRD can be replaced by a cluster-scoped one): firsts
+// holds the first object of each kind, so that it costs a lookup per kind.
+func (r *Reconciler) checkScopes(firsts []*unstructured.Unstructured) error {
+	for _, d := range firsts {
 		gvk := d.GroupVersionKind()
-		if seen[gvk] {
-			continue
-		}
-		seen[gvk] = true
 		mapping, err := r.kube.Mapping(gvk)
 		if err != nil {
 			return fmt.Errorf("%s/%s: %w", gvk.Kind, d.GetName(), err)

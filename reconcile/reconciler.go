@@ -142,7 +142,10 @@ type Reconciler struct {
 	// progress deadline and for Since.
 	progress   map[string]*progress
 	progressMu sync.Mutex
-	// mu guards inv, invStale and rendered: a phase abandoned by its tick
+	// quiet is what the last full tick that found nothing to do leaves for
+	// the next ones (quiet.go).
+	quiet *quietMemo
+	// mu guards inv, invStale, rendered and quiet: a phase abandoned by its tick
 	// (it did not return after the tick's deadline) may return during a
 	// later tick.
 	mu sync.Mutex
@@ -167,6 +170,8 @@ type renderCache struct {
 	chart   *source.Chart
 	once    map[string][][]string
 	ignored map[string][]string
+	// firsts is the first desired object of each kind (checkScopes).
+	firsts []*unstructured.Unstructured
 	// values are what the revision decrypted that is secret (the source's
 	// SensitiveValues); sensitive matches them and the previous render's.
 	values, prev []string

@@ -264,6 +264,10 @@ type Result struct {
 	DryRun                  bool
 	// Trigger is what asked for the tick.
 	Trigger Trigger
+	// Quiet is set when the tick reused what the last full tick found
+	// (nothing the watches see changed since, at the same revision): its
+	// cost does not grow with the number of objects.
+	Quiet bool
 	// Observe is what observing cost, when the live state comes from a
 	// cache (Config.Live implements LiveCost); nil otherwise.
 	Observe *ObserveCost

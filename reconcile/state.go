@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -95,6 +96,15 @@ type State struct {
 	// written holds what the server returned for each object this tick
 	// wrote, by objectKey.
 	written map[string]*unstructured.Unstructured
+
+	// quiet is the memo of the last full tick when this one is quiet
+	// (quiet.go); gen and genOK the watch cache's generation when observe
+	// began; healthUntil when the health assessment may change without
+	// any object changing (zero: never).
+	quiet       *quietMemo
+	gen         uint64
+	genOK       bool
+	healthUntil time.Time
 }
 
 // stopped returns an error when the tick's context is done: the loop was

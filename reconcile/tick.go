@@ -149,6 +149,10 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	if inv := r.inventory(); inv != nil {
 		res.Inventory.UID, res.Inventory.ResourceVersion = inv.UID, inv.ResourceVersion
 	}
+	res.Quiet = st.quiet != nil
+	if !planOnly {
+		r.keepQuiet(st, res)
+	}
 	res.Duration = time.Since(res.Start)
 	switch {
 	case res.Failure() != nil:

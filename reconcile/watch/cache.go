@@ -116,6 +116,9 @@ type Cache struct {
 	syncWaits     atomic.Int64
 	dropped       atomic.Int64
 	restarts      atomic.Int64
+	// gen counts what changed the stores: every object added, changed or
+	// deleted, every informer started (Generation).
+	gen atomic.Uint64
 }
 
 type informerKey struct {
@@ -270,6 +273,31 @@ func (c *Cache) Get(ctx context.Context, gvk schema.GroupVersionKind, name strin
 		return nil, fmt.Errorf("get %s/%s: %w", gvk.Kind, name, err)
 	}
 	return u, nil
+}
+
+// Generation counts the changes the cache's stores have seen: every
+// object added, changed (a new resourceVersion) or deleted, and every
+// informer started or restarted. While it does not move, what List and
+// Get return has not changed since the last time it was read. ok is false
+// when an informer has not synced yet or is stale (Options.StaleAfter):
+// the caller should List, which restarts a stale one. It costs a clock
+// reading per informer and makes no request.
+func (c *Cache) Generation() (gen uint64, ok bool) {
+	gen = c.gen.Load()
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range c.informers {
+		if !k.inf.HasSynced() {
+			return gen, false
+		}
+		if c.opts.StaleAfter >= 0 {
+			if _, stale := k.stale(now, c.opts.StaleAfter); stale {
+				return gen, false
+			}
+		}
+	}
+	return gen, true
 }
 
 // informer returns the running informer for (m, selector), starting it the

@@ -77,6 +77,7 @@ func (c *Cache) start(key informerKey, m *meta.RESTMapping, prev *kindInformer) 
 		c.log.Warn("watch failed", "kind", key.gvk.String(), "selector", key.selector, "error", err)
 	})
 	_, _ = k.inf.AddEventHandler(c.handler(key.gvk.Kind))
+	c.gen.Add(1)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -266,18 +267,21 @@ type pending struct {
 func (c *Cache) handler(kind string) cache.ResourceEventHandler {
 	send := c.send
 	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.gen.Add(1) },
 		UpdateFunc: func(oldObj, newObj any) {
-			if c.opts.OnEvent == nil {
-				return
-			}
 			o, ok1 := oldObj.(*unstructured.Unstructured)
 			n, ok2 := newObj.(*unstructured.Unstructured)
 			if !ok1 || !ok2 || o.GetResourceVersion() == n.GetResourceVersion() {
 				return // a relist's unchanged object
 			}
+			c.gen.Add(1)
+			if c.opts.OnEvent == nil {
+				return
+			}
 			send(pending{kind: kind, old: o, new: n, at: time.Now()})
 		},
 		DeleteFunc: func(obj any) {
+			c.gen.Add(1)
 			if c.opts.OnEvent == nil {
 				return
 			}
