@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/health"
@@ -41,23 +42,6 @@ data:
   k: v
 `
 
-const quietDeployment = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-        - name: web
-          image: nginx:1.27
-`
-
 // A converged tick at an unchanged revision, with nothing changed in what
 // the watches see, is quiet: it lists nothing and reuses the last full
 // tick's findings. A tick asked for by hand is never quiet; a change by
@@ -65,7 +49,7 @@ spec:
 // are each seen by the next tick (the first two by a full one).
 func TestQuietTick(t *testing.T) {
 	h := newHarness(t)
-	h.repo.Commit("app", map[string]string{"cm.yaml": quietConfigMap, "web.yaml": quietDeployment})
+	h.repo.Commit("app", map[string]string{"cm.yaml": quietConfigMap, "web.yaml": testenv.DeploymentYAML})
 	kube, err := cluster.New(h.rest, h.ns)
 	if err != nil {
 		t.Fatal(err)
