@@ -140,11 +140,14 @@ func TestFaultConflictFieldFight(t *testing.T) {
 }
 
 // TestFaultConflictPruneModified: three objects recond owns leave Git, and
-// just before the tick that would prune them someone else changes them:
-// one gets a new label and value (still recond's labels: pruned), one loses
-// the managed-by label and one is handed to another instance (no longer
-// recond's: left alone, with the other actor's changes intact). recond
-// prunes only what still carries its ownership labels.
+// someone else changes them after the tick that prunes them observed them,
+// while its DELETEs are on their way (held by a proxy): one gets a new label
+// and value (still recond's labels), one loses the managed-by label and one
+// is handed to another instance (no longer recond's). The prunes carry the
+// observed resourceVersion: the server refuses all three, the tick defers
+// them without failing, and the next tick prunes only what still carries
+// recond's ownership labels, leaving the other two with the other actor's
+// changes intact.
 func TestFaultConflictPruneModified(t *testing.T) {
 	repo := testenv.NewRepo(t)
 	repo.Commit("first", map[string]string{
@@ -152,9 +155,10 @@ func TestFaultConflictPruneModified(t *testing.T) {
 		"unlabelled.yaml": manifestCM("unlabelled", "v1"), "reassigned.yaml": manifestCM("reassigned", "v1"),
 	})
 	n := cp.Namespace(t)
+	proxy := testenv.StartAPIProxy(t, cp.Config)
 	// An interval of an hour: after the first, ticks come only from the
-	// watch, so the edits below are what starts the pruning tick.
-	r := StartRecond(t, append(Base(t, repo.URL(), n, Kubeconfig(t)), "--interval", "1h")...)
+	// watch, so the first edit below is what starts the pruning tick.
+	r := StartRecond(t, append(Base(t, repo.URL(), n, proxy.KubeConfig(t)), "--interval", "1h")...)
 	first := r.WaitTick(30*time.Second, 0, Succeeded)
 	if first.Num("created") != 4 {
 		t.Fatalf("first tick: %s, created %v, want 4", first, first.Num("created"))
@@ -173,18 +177,26 @@ func TestFaultConflictPruneModified(t *testing.T) {
 			t.Fatalf("patch %s: %v", name, err)
 		}
 	}
-	// The disowning edits first, within the watch's debounce.
+	release := make(chan struct{})
+	held := proxy.Add(testenv.Fault{Match: testenv.Match{Method: "DELETE", Path: "/configmaps/"}, Hold: release})
+	// The first edit starts the tick; its three prunes are held on the wire.
+	patch("edited", `{"metadata":{"labels":{"team":"x"}}}`)
+	held.WaitHits(t, 3, 30*time.Second)
+	// Then the edits the tick did not see.
 	patch("unlabelled", `{"metadata":{"labels":{"`+reconcile.LabelManagedBy+`":null}},"data":{"k":"mine"}}`)
 	patch("reassigned", `{"metadata":{"labels":{"`+reconcile.LabelInstance+`":"other"}},"data":{"k":"mine"}}`)
-	patch("edited", `{"metadata":{"labels":{"team":"x"}},"data":{"k":"theirs"}}`)
+	patch("edited", `{"data":{"k":"theirs"}}`)
 	edited := time.Now()
+	close(release)
 
-	pruning := r.WaitTick(30*time.Second, first.ID, func(tk Tick) bool { return tk.Num("pruned") > 0 || tk.Failed() })
+	deferred := r.WaitTick(30*time.Second, first.ID, func(tk Tick) bool { return tk.Str("prune_deferred") != "" || tk.Num("pruned") > 0 || tk.Failed() })
+	if deferred.Failed() || deferred.Num("pruned") != 0 || deferred.Str("prune_deferred") == "" {
+		t.Fatalf("the tick that observed the objects before the edits: %s, pruned %v, prune_deferred %q; want every prune deferred",
+			deferred, deferred.Num("pruned"), deferred.Str("prune_deferred"))
+	}
+	pruning := r.WaitTick(30*time.Second, deferred.ID, func(tk Tick) bool { return tk.Num("pruned") > 0 || tk.Failed() })
 	if pruning.Failed() || pruning.Num("pruned") != 1 {
 		t.Fatalf("the pruning tick: %s, pruned %v; want one object pruned", pruning, pruning.Num("pruned"))
-	}
-	if pruning.Time().Before(edited) {
-		t.Logf("the pruning tick ended before the last edit: %s", pruning)
 	}
 	// Let any tick the prune's own events ask for run.
 	time.Sleep(time.Second)
@@ -217,7 +229,8 @@ func TestFaultConflictPruneModified(t *testing.T) {
 	if v, _ := liveValue(t, n, "keep"); v != "v1" {
 		t.Errorf("ConfigMap keep: %q, want v1", v)
 	}
-	t.Logf("pruning tick %s: pruned %v, %s after the last edit", pruning, pruning.Num("pruned"), pruning.Time().Sub(edited).Round(time.Millisecond))
+	t.Logf("deferred by %s (%s); pruned by %s, %s after the last edit", deferred, deferred.Str("prune_deferred"),
+		pruning, pruning.Time().Sub(edited).Round(time.Millisecond))
 }
 
 // checkForeign checks that a ConfigMap recond left alone keeps what the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"recond.dev/recond/reconcile/cluster"
@@ -73,6 +74,9 @@ type outcome struct {
 	err  error
 	took time.Duration
 	ran  bool // false: never called (an earlier call failed, or a stop)
+	// changed: a prune the server refused because the object changed
+	// since it was observed (resourceVersion precondition).
+	changed bool
 }
 
 // inWave calls fn for every change, at most Config.ApplyConcurrency at once
@@ -327,7 +331,14 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 	for _, wave := range waves(deletes) {
 		results, err := r.inWave(ctx, st, wave, func(ctx context.Context, c diff.Change) outcome {
 			octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(diff.Delete)))
-			err := r.kube.Delete(octx, c.Live.GroupVersionKind(), c.Name, c.Live.GetUID(), false)
+			err := r.kube.Prune(octx, c.Live)
+			if apierrors.IsConflict(err) {
+				// Changed since observed: its watch event is on the way,
+				// and the next tick judges it again.
+				span.SetAttributes(attribute.Bool("recond.prune.deferred", true))
+				endSpan(span, nil)
+				return outcome{changed: true}
+			}
 			endSpan(span, err)
 			return outcome{err: err}
 		})
@@ -336,6 +347,11 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 				continue
 			}
 			c := wave[i]
+			if o.changed {
+				st.Deferred = append(st.Deferred, refOf(c.Live))
+				st.Counts.Deferred++
+				continue
+			}
 			st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: o.err, Duration: o.took,
 				APIVersion: c.Live.GetAPIVersion(), UID: c.Live.GetUID(), ResourceVersion: c.Live.GetResourceVersion()})
 			if o.err != nil {

@@ -51,14 +51,22 @@ func (r *Reconciler) Changed(kind, name string, at time.Time) {
 	}
 }
 
-// HealDebounce is how long a change seen by a watch waits for more before
-// it asks for a tick: a burst (a rollout touching an object several times,
-// kubectl apply of many objects) costs one tick.
+// HealDebounce is the window of the watches' requests for a tick
+// (TriggerBurst): a change after a quiet window asks for a tick at once,
+// the changes within a window ask for one more at its end, so that a
+// burst (a rollout touching an object several times, kubectl apply of
+// many objects) costs two ticks at most. It is also how long recond waits
+// for its own inventory write to return before it judges a change of the
+// inventory.
 const HealDebounce = 100 * time.Millisecond
 
 // Noticed is what a watch on owned objects calls for a change (or delete)
-// by someone else: remember it (heal latency) and ask for a tick after
-// HealDebounce. A write to the status subresource (a controller reporting)
+// by someone else: remember it (heal latency) and ask for a tick, at once
+// unless a burst is under way (TriggerBurst). A tick that starts on a
+// burst's first event may see the burst's other objects as they were
+// before it: prunes carry the observed resourceVersion as a precondition
+// (cluster.Client.Prune), so that such an object is judged again, not
+// deleted. A write to the status subresource (a controller reporting)
 // is not drift, but it may change the object's health: it asks for a tick
 // too, so that health is as fresh as drift, without counting as a change.
 func (r *Reconciler) Noticed(kind, name, subresource string, at time.Time) {
@@ -78,7 +86,7 @@ func (r *Reconciler) Noticed(kind, name, subresource string, at time.Time) {
 	if subresource != "status" {
 		r.Changed(kind, name, at)
 	}
-	r.TriggerAfter(TriggerWatch, HealDebounce)
+	r.TriggerBurst(TriggerWatch, HealDebounce)
 }
 
 // backingOff reports whether self-heal writes to key are held back, and

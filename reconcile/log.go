@@ -108,6 +108,13 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 		}
 		attrs = append(attrs, "skipped", joinList(skipped))
 	}
+	if len(r.Deferred) > 0 {
+		deferred := make([]string, len(r.Deferred))
+		for i, d := range r.Deferred {
+			deferred[i] = d.String()
+		}
+		attrs = append(attrs, "prune_deferred", joinList(deferred))
+	}
 	if r.Counts.Orphaned > 0 {
 		attrs = append(attrs, "orphaned", r.Counts.Orphaned)
 	}

@@ -47,6 +47,8 @@ type Loop struct {
 	// debounce TriggerAfter.
 	seq      sequence
 	requests debouncer
+	// burst is TriggerBurst's: the watches' requests for a tick.
+	burst    burst
 	debounce debouncer
 	// strays counts the phases of abandoned ticks that have not returned;
 	// strayBack is signalled when one does.
@@ -187,6 +189,49 @@ func (r *Loop) Trigger(t Trigger) {
 // burst's last event arrive (a rollout touches an object several times).
 func (r *Loop) TriggerAfter(t Trigger, delay time.Duration) {
 	r.debounce.after(delay, func() { r.Trigger(t) })
+}
+
+// TriggerBurst asks for a tick at once when none was asked for within the
+// last window, and otherwise once at the window's end, for every call
+// within it: a single event waits for nothing, and a burst (a rollout
+// touching an object several times, kubectl apply of many objects) costs
+// two ticks at most.
+func (r *Loop) TriggerBurst(t Trigger, window time.Duration) {
+	r.burst.call(window, func() { r.Trigger(t) })
+}
+
+// burst fires the first call after a quiet window at once, and the calls
+// within a window once, at its end.
+type burst struct {
+	mu    sync.Mutex
+	last  time.Time // when it last fired
+	timer *time.Timer
+	now   func() time.Time
+}
+
+func (b *burst) call(window time.Duration, fn func()) {
+	b.mu.Lock()
+	now := time.Now
+	if b.now != nil {
+		now = b.now
+	}
+	t := now()
+	switch {
+	case b.timer != nil: // joins the pending call
+		b.mu.Unlock()
+	case t.Sub(b.last) >= window:
+		b.last = t
+		b.mu.Unlock()
+		fn()
+	default:
+		b.timer = time.AfterFunc(b.last.Add(window).Sub(t), func() {
+			b.mu.Lock()
+			b.timer, b.last = nil, now()
+			b.mu.Unlock()
+			fn()
+		})
+		b.mu.Unlock()
+	}
 }
 
 // debouncer holds one pending call.

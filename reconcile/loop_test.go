@@ -211,6 +211,52 @@ func TestTriggerAfterDebounces(t *testing.T) {
 	}
 }
 
+// TestBurstFiresAtOnceThenOnce: after a quiet window a call fires at
+// once (before it returns); the calls within the window fire once more,
+// at its end; a call after the window fires at once again. The clock is
+// the test's, so a busy machine cannot split or join the calls.
+func TestBurstFiresAtOnceThenOnce(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	b := &burst{now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }}
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	fired := make(chan int, 100)
+	n := 0
+	call := func() {
+		b.call(100*time.Millisecond, func() { n++; fired <- n })
+	}
+	call()
+	select {
+	case <-fired:
+	default:
+		t.Fatal("the first call after a quiet window did not fire at once")
+	}
+	for range 20 { // a burst within the window
+		advance(time.Millisecond)
+		call()
+	}
+	select {
+	case got := <-fired:
+		if got != 2 {
+			t.Fatalf("fire %d", got)
+		}
+	case <-time.After(guard):
+		t.Fatal("the burst's calls never fired")
+	}
+	select {
+	case <-fired:
+		t.Fatal("a burst fired more than once after its first call")
+	case <-time.After(300 * time.Millisecond):
+	}
+	advance(time.Second)
+	call()
+	select {
+	case <-fired:
+	default:
+		t.Fatal("a call after a quiet window did not fire at once")
+	}
+}
+
 // TestRequestNamesTheTickThatServesIt: a request is answered with the id of
 // the next tick to start, which carries the request's span as a link; a burst
 // of requests within RequestDebounce asks for one tick.

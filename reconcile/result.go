@@ -224,6 +224,10 @@ type Counts struct {
 	// Git with recond.dev/prune: disabled and lost recond's labels instead
 	// of being deleted.
 	Skipped, Orphaned int
+	// Deferred is how many prunes the server refused because the object
+	// changed after the tick observed it (a resourceVersion precondition):
+	// not deleted, judged again by the next tick (Result.Deferred).
+	Deferred int
 }
 
 // Written is how many objects the tick wrote (created, updated, pruned).
@@ -300,6 +304,9 @@ type Result struct {
 	// Orphaned are the objects that left Git with recond.dev/prune:
 	// disabled: not deleted, recond's labels removed.
 	Orphaned []ObjectRef
+	// Deferred are the prunes left for the next tick: the object changed
+	// after it was observed.
+	Deferred []ObjectRef
 }
 
 // Failure returns the error of the failed phase, or nil. A phase run aside

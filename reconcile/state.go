@@ -50,6 +50,9 @@ type State struct {
 	misspelt []string
 	Orphans  []*unstructured.Unstructured
 	Orphaned []ObjectRef
+	// Deferred are the prunes the server refused because the object
+	// changed since it was observed.
+	Deferred []ObjectRef
 	Desired  []*unstructured.Unstructured // decorated with recond's labels and annotations
 	Live     []*unstructured.Unstructured // owned objects, plus unowned desired ones found by GET
 	Changes  []diff.Change                // create, update and delete only

@@ -131,7 +131,12 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
 	res.Rejected, res.RevisionApplied, res.Health = st.Rejected, st.RevisionApplied, st.Health
-	res.Skipped, res.Orphaned = st.Skipped, st.Orphaned
+	res.Skipped, res.Orphaned, res.Deferred = st.Skipped, st.Orphaned, st.Deferred
+	if len(st.Deferred) > 0 && !planOnly {
+		// Judged again at once: the change that refused the prune may not
+		// come through a watch (--observe=list).
+		r.TriggerAfter(TriggerWatch, HealDebounce)
+	}
 	if !st.suspensionRead {
 		// Not read this tick (it failed before the inventory was read):
 		// the last one known, while it lasts.

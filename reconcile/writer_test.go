@@ -100,3 +100,55 @@ func TestLostLeaseStopsTheApplyAtOnce(t *testing.T) {
 		t.Errorf("after the Lease came back: counts %+v, want %d updated and 1 pruned", r.Counts, 20-lostAtWrite)
 	}
 }
+
+// A prune carries what the tick observed as its precondition: an object
+// another writer changed between the observe and the delete (here,
+// relabelled for another instance while the DELETE is on its way) is not
+// deleted. The tick does not fail; it defers the prune, and the next
+// tick, seeing the object no longer recond's, leaves it alone.
+func TestPruneOfAnObjectChangedSinceObservedIsDeferred(t *testing.T) {
+	h := newHarness(t)
+	files := configMaps(2, "one")
+	files["given.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: given\ndata:\n  v: one\n"
+	h.repo.Commit("one", files)
+	h.mustTick(reconcile.OutcomeApplied)
+
+	files["given.yaml"] = ""
+	h.repo.Commit("two", files)
+	var relabelled atomic.Bool
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/configmaps/given") && !relabelled.Swap(true) {
+				h.patchAs(t, gvrConfigMap, "given", `{"metadata":{"labels":{"`+reconcile.LabelInstance+`":"other"}}}`)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	h.rest, h.rec = cfg, nil
+	r := h.tick()
+	if f := r.Failure(); f != nil {
+		t.Fatalf("tick failed: %v", f)
+	}
+	if !relabelled.Load() {
+		t.Fatal("no prune of given was sent")
+	}
+	if r.Counts.Pruned != 0 || r.Counts.Deferred != 1 || len(r.Deferred) != 1 || r.Deferred[0].Name != "given" {
+		t.Fatalf("counts %+v, deferred %v: want the prune of given deferred", r.Counts, r.Deferred)
+	}
+	live := h.get(gvrConfigMap, "given")
+	if live == nil {
+		t.Fatal("given was pruned although another instance took it after the tick observed it")
+	}
+	if got := live.GetLabels()[reconcile.LabelInstance]; got != "other" {
+		t.Fatalf("given's instance label %q, want other", got)
+	}
+
+	r = h.tick()
+	if f := r.Failure(); f != nil || r.Counts.Pruned != 0 || r.Counts.Deferred != 0 {
+		t.Fatalf("the next tick: failure %v, counts %+v; want given left to its new owner", f, r.Counts)
+	}
+	if h.get(gvrConfigMap, "given") == nil {
+		t.Fatal("given was pruned by the next tick")
+	}
+}

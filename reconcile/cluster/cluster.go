@@ -232,6 +232,31 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryR
 	return out, nil
 }
 
+// Prune deletes live (background propagation) only as it was observed:
+// its UID and resourceVersion are preconditions. An object changed since
+// (relabelled for another instance, edited, re-created) is left alone and
+// the server answers with a conflict (apierrors.IsConflict): look again.
+// An object already gone is not an error.
+func (c *Client) Prune(ctx context.Context, live *unstructured.Unstructured) error {
+	gvk, name := live.GroupVersionKind(), live.GetName()
+	ri, _, err := c.resource(gvk)
+	if err != nil {
+		return err
+	}
+	policy := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{}}
+	if uid := live.GetUID(); uid != "" {
+		opts.Preconditions.UID = &uid
+	}
+	if rv := live.GetResourceVersion(); rv != "" {
+		opts.Preconditions.ResourceVersion = &rv
+	}
+	if err := ri.Delete(ctx, name, opts); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s/%s: %w", gvk.Kind, name, err)
+	}
+	return nil
+}
+
 // DeleteForeground deletes one object, its dependents first (foreground
 // propagation), only while it has uid. An object already gone is not an
 // error.
