@@ -34,6 +34,10 @@ func (l *lock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error
 		l.e.succeeded(opGet)
 		l.e.observe(nil)
 		return nil, nil, err
+	case err != nil && errors.Is(ctx.Err(), context.Canceled):
+		// Cut short because the process is stopping (or its campaign
+		// ended): not a failure of the Lease.
+		return nil, nil, err
 	case err != nil:
 		l.e.failed(opGet, err)
 		return nil, nil, err
@@ -62,6 +66,10 @@ func (l *lock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
 		l.e.succeeded(opCreate)
 		l.e.sawExist()
 		return err
+	case err != nil && errors.Is(ctx.Err(), context.Canceled):
+		// Cut short because the process is stopping (or its campaign
+		// ended): not a failure of the Lease.
+		return err
 	case err != nil:
 		l.e.failed(opCreate, err)
 		return err
@@ -89,6 +97,10 @@ func (l *lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 	case apierrors.IsConflict(err):
 		// Changed since it was read: the election reads it again.
 		l.e.succeeded(opUpdate)
+		return err
+	case err != nil && errors.Is(ctx.Err(), context.Canceled):
+		// Cut short because the process is stopping (or its campaign
+		// ended): not a failure of the Lease.
 		return err
 	case err != nil:
 		l.e.failed(opUpdate, err)
