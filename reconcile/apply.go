@@ -471,6 +471,11 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 	// run in one bounded pool before the first write.
 	results, err := r.inWave(ctx, st, check, func(ctx context.Context, c diff.Change) outcome {
 		out, err := r.kube.Apply(ctx, c.Desired, true)
+		if c.Action != diff.Update {
+			// Only an update's result is compared (below); a first sync
+			// would otherwise hold one per object until every dry run ran.
+			out = nil
+		}
 		return outcome{out: out, err: err}
 	})
 	for i, c := range check {

@@ -159,10 +159,20 @@ func (st *State) liveByKey() map[string]*unstructured.Unstructured {
 }
 
 // applied records what the server made of a desired object this tick
-// wrote: the health phase reads it instead of the older live copy.
+// wrote: the health phase reads it instead of the older live copy. The
+// field sets of its managedFields entries, which the health phase does not
+// read (it reads their times), are kept as text: a first sync holds one such
+// object per object written until the tick ends.
 func (st *State) applied(desired, out *unstructured.Unstructured) {
 	if out == nil {
 		return
+	}
+	md, _ := out.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok {
+			diff.CompactFieldsV1(m)
+		}
 	}
 	if st.written == nil {
 		st.written = map[string]*unstructured.Unstructured{}

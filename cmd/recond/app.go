@@ -320,6 +320,7 @@ func (a *app) run(ctx context.Context) int {
 		}()
 		a.log.Info("serving", "address", ln.Addr().String())
 	}
+	mem := newMemoryReleaser()
 	loop := func(ctx context.Context) {
 		a.loopSince.Store(time.Now().UnixNano())
 		defer a.loopSince.Store(0)
@@ -327,6 +328,8 @@ func (a *app) run(ctx context.Context) int {
 			if r.Failure() == nil {
 				a.ready.Store(true)
 			}
+			// What the tick freed goes back before the wait for the next.
+			mem.afterTick()
 		})
 	}
 	code := 0

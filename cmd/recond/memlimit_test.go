@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"testing"
+	"time"
 )
 
 func TestCgroupMemoryLimit(t *testing.T) {
@@ -31,5 +32,35 @@ func TestCgroupMemoryLimit(t *testing.T) {
 				t.Errorf("cgroupMemoryLimit = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// A release follows a tick that allocated enough, at most once per
+// releaseMinGap.
+func TestMemoryReleaser(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	var allocated uint64
+	releases := 0
+	m := &memoryReleaser{
+		now:       func() time.Time { return now },
+		allocated: func() uint64 { return allocated },
+		release:   func() { releases++ },
+	}
+	step := func(d time.Duration, alloc uint64, want bool) {
+		t.Helper()
+		now = now.Add(d)
+		allocated += alloc
+		if got := m.afterTick(); got != want {
+			t.Fatalf("after %s and %d bytes: released %v, want %v", d, alloc, got, want)
+		}
+	}
+	step(0, 50<<20, true)                         // a first sync
+	step(time.Second, 50<<20, false)              // too soon after it
+	step(releaseMinGap, 0, true)                  // the last tick's garbage, now
+	step(3*time.Minute, releaseMinAlloc/2, false) // a tick that allocated little
+	step(3*time.Minute, releaseMinAlloc/2, true)  // and one more: enough together
+	step(3*time.Minute, 0, false)
+	if releases != 3 {
+		t.Errorf("%d releases, want 3", releases)
 	}
 }

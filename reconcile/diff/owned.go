@@ -21,7 +21,7 @@ func owned(live *unstructured.Unstructured, manager string) *fieldpath.Set {
 		return nil
 	}
 	var set *fieldpath.Set
-	for _, e := range live.GetManagedFields() {
+	for _, e := range ManagedFields(live) {
 		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply ||
 			e.Subresource != "" || e.FieldsV1 == nil {
 			continue

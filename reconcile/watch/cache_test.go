@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+
+	"recond.dev/recond/reconcile/diff"
 )
 
 var ownerLabels = map[string]any{"app.kubernetes.io/managed-by": "recond", "recond.dev/instance": "recond"}
@@ -155,7 +157,8 @@ func TestListMatchesLIST(t *testing.T) {
 			t.Fatalf("the server's kubectl entry has no fields: nothing to drop")
 		}
 	}
-	for _, m := range a.GetManagedFields() {
+	// (Read as the diff reads it: recond's field set is kept as JSON text.)
+	for _, m := range diff.ManagedFields(&a) {
 		switch m.Manager {
 		case "recond":
 			if d := cmp.Diff(rawRecond, m); d != "" {

@@ -18,8 +18,9 @@
 //
 // The store keeps only what the diff reads: other managers' managedFields
 // entries are cut to who, how and when (their field sets dropped), recond's
-// own entries stay whole, and the last-applied-configuration annotation is
-// dropped. Status is kept.
+// own entries stay whole with their field sets kept as JSON text (read with
+// diff.ManagedFields, not GetManagedFields), and the
+// last-applied-configuration annotation is dropped. Status is kept.
 //
 // Updates and deletes by anyone but recond are handed to Options.OnEvent
 // (an update whose only managedFields change is in recond's entries is

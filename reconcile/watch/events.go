@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"recond.dev/recond/reconcile/diff"
 )
 
 // Event types.
@@ -41,7 +43,7 @@ type Event struct {
 // may be drift, and a spurious tick costs little while a missed one costs
 // the heal.
 func classifyUpdate(old, new *unstructured.Unstructured, manager string) (own bool, other, subresource string) {
-	oldF, newF := old.GetManagedFields(), new.GetManagedFields()
+	oldF, newF := diff.ManagedFields(old), diff.ManagedFields(new)
 	var mineOld, mineNew []metav1.ManagedFieldsEntry
 	prev := map[entryKey]time.Time{}
 	for _, e := range oldF {

@@ -20,7 +20,7 @@ func mustYAML(t *testing.T, s string) *unstructured.Unstructured {
 func TestTransform(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{
-			name: "other managers cut to stubs, recond whole, last-applied dropped, status kept",
+			name: "other managers cut to stubs, recond whole (its field set as text), last-applied dropped, status kept",
 			in: `
 apiVersion: apps/v1
 kind: Deployment
@@ -64,7 +64,7 @@ metadata:
     apiVersion: apps/v1
     time: "2026-01-01T00:00:00Z"
     fieldsType: FieldsV1
-    fieldsV1: {f:spec: {f:replicas: {}}}
+    fieldsV1: '{"f:spec":{"f:replicas":{}}}'
   - {manager: kubectl, operation: Update, apiVersion: apps/v1, time: "2026-01-01T00:00:01Z"}
   - {manager: kube-controller-manager, operation: Update, apiVersion: apps/v1, time: "2026-01-01T00:00:02Z", subresource: status}
 spec: {replicas: 2}
