@@ -124,8 +124,9 @@ test-under-load: control-plane tools prometheus chromium age registry $(TEST_DEP
 test-short:
 	$(GO) test -short -count=1 ./...
 
-## bench: recond against Flux's engine on one API server, N=90..3000, then a fleet of 20 recond processes
-## in list and in watch mode (about 15 minutes; tables into docs/performance.md, plot into
+## bench: recond (the library in both observe modes, and the binary) against Flux's engine on one API server,
+## N=90..3000, then a fleet of 100 recond processes (list, watch, watch with the claimed Lease) and Flux's engine
+## holding the same 100 namespaces in one process (about 35 minutes; tables into docs/performance.md, plot into
 ## docs/img/bench-converged.png; RECOND_BENCH_N=90,300 for fewer sizes, RECOND_BENCH_FLEET=0 for no fleet), and what
 ## decrypting 100 SOPS-encrypted Secrets costs, an OCI artifact of 1,000 objects against Git, and heal latency on the binary
 bench: control-plane tools age registry

@@ -38,8 +38,10 @@ var (
 const (
 	modeList  = "recond list"
 	modeWatch = "recond watch"
-	flux4     = "Flux, 4 workers"
-	flux1     = "Flux, 1 worker"
+	// modeBinary is `recond run`, the binary, in watch mode.
+	modeBinary = "recond binary (watch)"
+	flux4      = "Flux, 4 workers"
+	flux1      = "Flux, 1 worker"
 	// driftManager is the field manager of every drift the benchmark makes.
 	driftManager = "drifter"
 	// driftName is the ConfigMap each drift changes.
@@ -47,7 +49,7 @@ const (
 )
 
 // engines is the order of the rows of each N.
-var engines = []string{modeList, modeWatch, flux4, flux1}
+var engines = []string{modeList, modeWatch, modeBinary, flux4, flux1}
 
 // run is what one engine measured at one N.
 type run struct {
@@ -73,6 +75,9 @@ type run struct {
 	// object restored (recond watch mode with event-triggered ticks).
 	Heal     []time.Duration
 	HealNote string
+	// Takeover is, for the binary, from a SIGKILL of the process holding
+	// the Lease to the end of its replacement's first tick.
+	Takeover time.Duration
 }
 
 // TestCompare runs recond (both observe modes) and Flux's engine (4 workers
@@ -113,6 +118,8 @@ func TestCompare(t *testing.T) {
 				switch e {
 				case modeList, modeWatch:
 					r = runRecond(t, cp, n, e)
+				case modeBinary:
+					r = runBinary(t, cp, n)
 				case flux4:
 					r = runFlux(t, cp, n, 4)
 				case flux1:

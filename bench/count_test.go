@@ -22,12 +22,17 @@ func newRequestCounter() *requestCounter { return &requestCounter{counts: map[st
 // wrap is a rest.Config.Wrap function.
 func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		v := verbOf(req.Method, req.URL, req.Header.Get("Content-Type"))
-		c.mu.Lock()
-		c.counts[v]++
-		c.mu.Unlock()
+		c.count(req)
 		return rt.RoundTrip(req)
 	})
+}
+
+// count counts one request (also a testenv.APIProxy.OnRequest function).
+func (c *requestCounter) count(req *http.Request) {
+	v := verbOf(req.Method, req.URL, req.Header.Get("Content-Type"))
+	c.mu.Lock()
+	c.counts[v]++
+	c.mu.Unlock()
 }
 
 // snapshot returns a copy of the counts so far.

@@ -217,7 +217,15 @@ type engineProc struct {
 
 func startEngine(t *testing.T, ns, bin string, args ...string) *engineProc {
 	t.Helper()
+	return startEngineEnv(t, ns, nil, bin, args...)
+}
+
+// startEngineEnv is startEngine with env as the process's environment
+// (nil: this process's).
+func startEngineEnv(t *testing.T, ns string, env []string, bin string, args ...string) *engineProc {
+	t.Helper()
 	p := &engineProc{ns: ns, cmd: exec.Command(bin, args...), log: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = env
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -58,6 +58,7 @@ type APIProxy struct {
 	faults  []*Fault
 	watches map[*watchBody]struct{}
 	total   int
+	seen    func(*http.Request)
 }
 
 // Match selects the requests a Fault applies to. Zero fields match
@@ -295,6 +296,14 @@ func (p *APIProxy) Requests() int {
 	return p.total
 }
 
+// OnRequest calls fn (under the proxy's lock: fn must not call the proxy)
+// with every request the proxy receives, before any fault.
+func (p *APIProxy) OnRequest(fn func(*http.Request)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = fn
+}
+
 // KubeConfig writes a kubeconfig for the proxy (its CA, no credentials: the
 // proxy forwards as the admin) and returns its path.
 func (p *APIProxy) KubeConfig(t testing.TB) string {
@@ -374,6 +383,9 @@ func (p *APIProxy) serve(w http.ResponseWriter, r *http.Request) {
 	watch := isWatch(r)
 	p.mu.Lock()
 	p.total++
+	if p.seen != nil {
+		p.seen(r)
+	}
 	fs := p.take(r, watch, func(f *Fault) bool { return !f.Stall })
 	p.mu.Unlock()
 	var (
