@@ -421,10 +421,19 @@ func demo(recondBin, examples, chart, sops string, interval time.Duration) error
 	if err := printEvents(ctx, cs, ns, ""); err != nil {
 		return err
 	}
+	var quiet string
 	for range 3 {
-		if err := waitTick("outcome=converged"); err != nil {
+		line, err := tickLine("outcome=converged")
+		if err != nil {
 			return err
 		}
+		if field(line, "quiet") == "true" {
+			quiet = line
+		}
+	}
+	if quiet != "" {
+		fmt.Printf("a quiet tick (the ref did not move, nothing changed in the watch caches): duration=%s, no per-object work and no API request\n",
+			field(quiet, "duration"))
 	}
 	time.Sleep(500 * time.Millisecond)
 	after, err := eventCounts(ctx, cs, ns)
