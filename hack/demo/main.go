@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/reconcile"
 )
 
 func main() {
@@ -181,6 +182,10 @@ func demo(recondBin, examples, chart, sops string, interval time.Duration) error
 		field(line, "trigger"), field(line, "outcome"))
 
 	say("drift: scaling Deployment/web to 5 replicas, as `kubectl scale` would")
+	// A change within reconcile.HealDebounce of the status write above
+	// would join its burst and wait for the window's end; a person's
+	// `kubectl scale` comes later than that.
+	time.Sleep(2 * reconcile.HealDebounce)
 	if err := scale(ctx, cs, ns, 5); err != nil {
 		return err
 	}
@@ -299,10 +304,9 @@ func demo(recondBin, examples, chart, sops string, interval time.Duration) error
 	if err := printMetrics("http://"+addr+"/metrics", "recond_loop_stalls_total"); err != nil {
 		return err
 	}
-	if sha, err = repo.remove("revert", "kustomization.yaml"); err == nil {
-		sha, err = repo.remove("revert", "runaway.yaml")
-	}
-	if err != nil {
+	// One commit: a tick between two would apply runaway.yaml's 1,000
+	// ConfigMaps as plain manifests.
+	if sha, err = repo.remove("revert", "kustomization.yaml", "runaway.yaml"); err != nil {
 		return err
 	}
 	start = time.Now()
@@ -663,13 +667,16 @@ func (d *demoRepo) edit(msg string, files map[string]func(string) string) (strin
 	return d.commit(wt, msg)
 }
 
-func (d *demoRepo) remove(msg, name string) (string, error) {
+// remove deletes the files names in one commit.
+func (d *demoRepo) remove(msg string, names ...string) (string, error) {
 	wt, err := d.repo.Worktree()
 	if err != nil {
 		return "", err
 	}
-	if _, err := wt.Remove(name); err != nil {
-		return "", err
+	for _, name := range names {
+		if _, err := wt.Remove(name); err != nil {
+			return "", err
+		}
 	}
 	return d.commit(wt, msg)
 }
