@@ -365,7 +365,9 @@ func (e *Elector) succeeded(op string) {
 }
 
 // debugOnly hands client-go's log records to recond's handler at debug
-// level.
+// level. A record whose error is a cancelled context is dropped: it is the
+// election stopping with the process (a request cut short), which recond
+// logs in its own words, not a failure of the Lease.
 type debugOnly struct{ h slog.Handler }
 
 func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
@@ -373,6 +375,17 @@ func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
 }
 
 func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
+	cancelled := false
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && errors.Is(err, context.Canceled) {
+			cancelled = true
+			return false
+		}
+		return true
+	})
+	if cancelled {
+		return nil
+	}
 	r.Level = slog.LevelDebug
 	return d.h.Handle(ctx, r)
 }
