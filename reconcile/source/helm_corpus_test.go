@@ -4,17 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,12 +27,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"recond.dev/recond/internal/testenv"
 )
 
 // corpusDir holds public charts, each with its dependencies vendored under
 // its charts/ (testdata/charts/README.md says where each comes from), and
 // the values files the test gives them.
 const corpusDir = "testdata/charts"
+
+// helmTemplateDir holds what `helm template` wrote for each chart of the
+// corpus (CHART.yaml), made by testdata/helm-template/generate.sh (`make
+// fixtures`) with the helm CLI at the version recond links.
+const helmTemplateDir = "testdata/helm-template"
 
 // The corpus renders with this release, namespace and Kubernetes version,
 // by recond and by `helm template`.
@@ -61,16 +72,19 @@ var corpus = []corpusChart{
 	{name: "apache"},
 }
 
-// TestHelmCorpus renders each chart of the corpus with recond and with the
-// helm CLI ($HELM_BIN, which the Makefile builds from tools/helm at the
-// version recond links) and compares them object by object, keyed by kind,
-// namespace and name: the same objects, from the same templates, with the
-// same content, except the values random functions made (randomField).
-// metadata.namespace included: neither render sets one a template does not
-// write (recond sets it later, in the reconcile package). Hooks are
-// compared apart: the install and upgrade hooks, which recond
-// runs, object by object as well; the others (test, rollback, delete),
-// which recond leaves out, with the ones its log names.
+// TestHelmCorpus renders each chart of the corpus with recond and compares
+// it with what the helm CLI, at the version recond links, rendered
+// (helmTemplateDir; RECOND_UPDATE_FIXTURES=1 renders it again with
+// $HELM_BIN, as make fixtures does) object by
+// object, keyed by kind, namespace and name: the same objects, from the
+// same templates, with the same content, except the values random
+// functions made (randomField). metadata.namespace included: neither render
+// sets one a template does not write (recond sets it later, in the
+// reconcile package). Hooks are compared apart: the install and upgrade
+// hooks, which recond runs, object by object as well; the others (test,
+// rollback, delete), which recond leaves out, with the ones its log names.
+// A helm output made from other chart files, or by another helm than the
+// one recond links, fails the test: make fixtures renders it again.
 func TestHelmCorpus(t *testing.T) {
 	entries, err := os.ReadDir(corpusDir)
 	if err != nil {
@@ -81,13 +95,12 @@ func TestHelmCorpus(t *testing.T) {
 			t.Errorf("%s/%s is not in the corpus table", corpusDir, e.Name())
 		}
 	}
-	bin := os.Getenv("HELM_BIN")
-	if bin == "" {
-		t.Skip("HELM_BIN is not set: `make tools` builds helm from tools/helm, and `make test` sets HELM_BIN")
-	}
 	for _, c := range corpus {
 		t.Run(c.name, func(t *testing.T) {
-			want := helmTemplate(t, bin, c)
+			if testenv.UpdateFixtures() {
+				writeHelmTemplate(t, testenv.ToolBin(t, "HELM_BIN", "make fixtures"), c)
+			}
+			want := helmTemplate(t, c)
 			got := recondTemplate(t, c)
 			var masked []string
 			masked = append(masked, compareCorpus(t, c, "objects", want.objects, got.objects)...)
@@ -105,6 +118,102 @@ func TestHelmCorpus(t *testing.T) {
 			t.Logf("%s: %d objects, %d install and upgrade hooks, %d other hooks left out, %d generated values",
 				c.name, len(want.objects), len(want.hooks), len(want.leftOut), len(masked))
 		})
+	}
+}
+
+// helmTemplateArgs are the arguments of `helm template` for c.
+func helmTemplateArgs(c corpusChart) []string {
+	args := []string{"template", corpusRelease, filepath.Join(corpusDir, c.name), "-n", corpusNamespace, "--kube-version", corpusKubeVersion}
+	for _, v := range c.values {
+		args = append(args, "-f", filepath.Join(corpusDir, v))
+	}
+	return args
+}
+
+// corpusInputs is the SHA-256 of what helm reads for c: every file of the
+// chart's directory and the values files, with their paths.
+func corpusInputs(t *testing.T, c corpusChart) string {
+	t.Helper()
+	h := sha256.New()
+	add := func(path string) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(path), len(data))
+		h.Write(data)
+	}
+	err := filepath.WalkDir(filepath.Join(corpusDir, c.name), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			add(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range c.values {
+		add(filepath.Join(corpusDir, v))
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// linkedHelm is the version of helm.sh/helm/v4 this test binary links.
+func linkedHelm(t *testing.T) string {
+	t.Helper()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == "helm.sh/helm/v4" {
+				if m.Replace != nil {
+					return m.Replace.Version
+				}
+				return m.Version
+			}
+		}
+	}
+	t.Fatal("the test binary's build information names no helm.sh/helm/v4")
+	return ""
+}
+
+// The header lines of a file of helmTemplateDir: the helm that wrote it
+// and the SHA-256 of its inputs (corpusInputs).
+var (
+	helmVersionLine = regexp.MustCompile(`(?m)^# helm: (\S+)$`)
+	helmInputsLine  = regexp.MustCompile(`(?m)^# inputs: (\S+)$`)
+)
+
+// writeHelmTemplate runs `helm template` (bin) on c and writes its output,
+// after a header naming the command, the helm version and the inputs, into
+// helmTemplateDir.
+func writeHelmTemplate(t *testing.T, bin string, c corpusChart) {
+	t.Helper()
+	helm := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), bin, args...)
+		home := t.TempDir()
+		cmd.Env = append(os.Environ(), "TZ=UTC", "KUBECONFIG=/dev/null",
+			"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, stderr.Bytes())
+		}
+		return out
+	}
+	version := testenv.ToolVersion(t, bin, "helm.sh/helm/v4")
+	if linked := linkedHelm(t); version != linked {
+		t.Fatalf("HELM_BIN is helm %s, recond links %s: build the helm recond links (tools/helm/go.mod)", version, linked)
+	}
+	args := helmTemplateArgs(c)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# helm %s\n# helm: %s\n# inputs: %s\n", strings.Join(args, " "), version, corpusInputs(t, c))
+	b.Write(helm(args...))
+	if err := os.MkdirAll(helmTemplateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(helmTemplateDir, c.name+".yaml"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -186,24 +295,22 @@ func corpusKey(obj map[string]any) string {
 
 var helmSourceLine = regexp.MustCompile(`(?m)^# Source: (.+)$`)
 
-// helmTemplate runs `helm template` on the chart of testdata and splits
-// its output into objects. Numbers are read as recond reads them
-// (integers as int64).
-func helmTemplate(t *testing.T, bin string, c corpusChart) corpusRender {
+// helmTemplate reads what `helm template` wrote for c (helmTemplateDir)
+// and splits it into objects. Numbers are read as recond reads them
+// (integers as int64). It fails the test when the file was made by another
+// helm than the one recond links, or from other inputs.
+func helmTemplate(t *testing.T, c corpusChart) corpusRender {
 	t.Helper()
-	args := []string{"template", corpusRelease, filepath.Join(corpusDir, c.name), "-n", corpusNamespace, "--kube-version", corpusKubeVersion}
-	for _, v := range c.values {
-		args = append(args, "-f", filepath.Join(corpusDir, v))
-	}
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "TZ=UTC", "KUBECONFIG=/dev/null",
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	path := filepath.Join(helmTemplateDir, c.name+".yaml")
+	out, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, stderr.Bytes())
+		t.Fatalf("%v: make fixtures writes it", err)
+	}
+	if m := helmVersionLine.FindSubmatch(out); m == nil || string(m[1]) != linkedHelm(t) {
+		t.Fatalf("%s was written by another helm than %s, the version recond links: make fixtures writes it again", path, linkedHelm(t))
+	}
+	if m := helmInputsLine.FindSubmatch(out); m == nil || string(m[1]) != corpusInputs(t, c) {
+		t.Fatalf("%s was written from other chart or values files than testdata holds: make fixtures writes it again", path)
 	}
 	r := corpusRender{objects: map[string]corpusObject{}, hooks: map[string]corpusObject{}}
 	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
