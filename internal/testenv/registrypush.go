@@ -180,22 +180,20 @@ func (r *Registry) PushPlain(t testing.TB, repo, tag string, files map[string]st
 // pushedDigest finds the digest `helm push` reports.
 var pushedDigest = regexp.MustCompile(`(?m)^Digest: (sha256:[0-9a-f]{64})\s*$`)
 
-// PushChart packages the chart chartFiles (paths relative to the chart's
-// root: "Chart.yaml", "templates/x.yaml", ...) with `helm package` and
-// pushes it with `helm push CHART.tgz oci://HOST/PARENT`, PARENT being repo
-// without its last element, which must be the chart's name: the manifest
-// is exactly what helm makes, tagged with the chart's version ('+' made
-// '_', helm's rule). It returns the manifest's digest. helm is $HELM_BIN
-// (the Makefile builds it); the test is skipped when it is not set.
+// PushChart pushes the chart chartFiles (paths relative to the chart's
+// root: "Chart.yaml", "templates/x.yaml", ...) as `helm package` and `helm
+// push CHART.tgz oci://HOST/PARENT` made it, PARENT being repo without its
+// last element, which must be the chart's name: the manifest is exactly
+// what helm made, tagged with the chart's version ('+' made '_', helm's
+// rule). It returns the manifest's digest.
+//
+// What helm pushed is read from testdata/helm-push/NAME-VERSION of the
+// calling test's package: an OCI image layout (Save) and the digest of the
+// chart files it was made from; a layout made from other files fails the
+// test. With RECOND_UPDATE_FIXTURES=1 (make fixtures), helm ($HELM_BIN)
+// packages and pushes the chart, and the layout is written again.
 func (r *Registry) PushChart(t testing.TB, repo string, chartFiles map[string]string) string {
 	t.Helper()
-	bin := os.Getenv("HELM_BIN")
-	if bin == "" {
-		t.Skip("HELM_BIN is not set: `make tools` builds helm from tools/helm, and `make test` sets HELM_BIN")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("HELM_BIN %s: %v: `make tools` builds it", bin, err)
-	}
 	var meta struct{ Name, Version string }
 	if err := yaml.Unmarshal([]byte(chartFiles["Chart.yaml"]), &meta); err != nil || meta.Name == "" {
 		t.Fatalf("push chart to %s: Chart.yaml has no name (%v)", repo, err)
@@ -204,6 +202,32 @@ func (r *Registry) PushChart(t testing.TB, repo string, chartFiles map[string]st
 	if name != meta.Name {
 		t.Fatalf("push chart %q to %s: helm pushes a chart to PARENT/NAME, so the repository's last element must be the chart's name", meta.Name, repo)
 	}
+	fixture := filepath.Join("testdata", "helm-push", meta.Name+"-"+meta.Version)
+	madeFrom := fixtureDigest(chartFiles)
+	if !UpdateFixtures() {
+		got, err := os.ReadFile(filepath.Join(fixture, "chart-files.digest"))
+		if err != nil {
+			t.Fatalf("no helm push of this chart (%v): make fixtures writes it", err)
+		}
+		if strings.TrimSpace(string(got)) != madeFrom {
+			t.Fatalf("%s was made from other chart files than the test pushes: make fixtures writes it again", fixture)
+		}
+		return r.Load(t, repo, filepath.Join(fixture, "oci"))[HelmTag(meta.Version)]
+	}
+	d := r.helmPush(t, fixtureTool(t, "HELM_BIN"), parent, meta.Name, meta.Version, chartFiles)
+	r.Save(t, repo, filepath.Join(fixture, "oci"), HelmTag(meta.Version))
+	if err := os.WriteFile(filepath.Join(fixture, "chart-files.digest"), []byte(madeFrom+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// helmPush packages the chart (name, version, files) with `helm package`
+// and pushes it with `helm push` (bin) to oci://HOST/PARENT, returning the
+// digest helm reports.
+func (r *Registry) helmPush(t testing.TB, bin, parent, name, version string, chartFiles map[string]string) string {
+	t.Helper()
+	meta := struct{ Name, Version string }{name, version}
 	dir := t.TempDir()
 	chartDir := filepath.Join(dir, "chart", meta.Name)
 	for p, content := range chartFiles {
