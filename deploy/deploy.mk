@@ -4,22 +4,19 @@
 # The Prometheus Operator CRDs (ServiceMonitor, PodMonitor, PrometheusRule)
 # that the deploy tests install before applying deploy/monitoring: generated
 # with controller-gen from the monitoring API's Go types, whose version
-# tools/crds/go.mod pins and which names the cache directory.
+# tools/crds/go.mod pins, into deploy/testdata/monitoring-crds, committed
+# (`make crds` writes them again; `make fixtures` too).
 MONITORING_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring") print $$(i+1)}' tools/crds/go.mod)
-MONITORING_CRDS    ?= $(TOOLS_DIR)/crds-monitoring-$(MONITORING_VERSION)
-export MONITORING_CRDS
 
 # The image `make image` builds (when a Docker engine is reachable).
 IMAGE  ?= recond:$(VERSION)
 DOCKER ?= docker
 
-TEST_DEPS += crds
-
 .PHONY: crds manifests image deploy-generate
 
-## crds: the monitoring.coreos.com CRDs, generated once into $(MONITORING_CRDS)
+## crds: the monitoring.coreos.com CRDs ($(MONITORING_VERSION)), generated again into deploy/testdata/monitoring-crds
 crds:
-	@deploy/crds.sh $(MONITORING_CRDS)
+	@deploy/testdata/monitoring-crds/generate.sh
 
 ## manifests: every kustomization under deploy/ rendered into bin/manifests/<dir>.yaml
 manifests:

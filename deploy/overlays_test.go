@@ -186,15 +186,15 @@ var (
 	crdsErr  error
 )
 
-// installMonitoringCRDs installs, once, the CRDs `make crds` generated into
-// $MONITORING_CRDS and waits until the API server serves them.
+// monitoringCRDs holds the Prometheus Operator's CRDs, which `make crds`
+// generates.
+const monitoringCRDs = "testdata/monitoring-crds"
+
+// installMonitoringCRDs installs, once, the CRDs of monitoringCRDs and
+// waits until the API server serves them.
 func installMonitoringCRDs(t testing.TB) {
 	t.Helper()
-	dir := os.Getenv("MONITORING_CRDS")
-	if dir == "" {
-		t.Fatal("MONITORING_CRDS is not set: it names the directory of the Prometheus Operator CRDs that `make crds` generates " +
-			"(run the tests with make test, or make crds and export MONITORING_CRDS=$HOME/.cache/recond/crds-monitoring-<version>)")
-	}
+	dir := monitoringCRDs
 	crdsOnce.Do(func() { crdsErr = installCRDs(t, dir) })
 	if crdsErr != nil {
 		t.Fatal(crdsErr)
@@ -221,7 +221,7 @@ func installCRDs(t testing.TB, dir string) error {
 	}
 	for _, want := range []string{"ServiceMonitor", "PodMonitor", "PrometheusRule"} {
 		if !slices.Contains(kinds, want) {
-			return errors.New("MONITORING_CRDS=" + dir + " has no CRD of kind " + want + " (found " + strings.Join(kinds, ", ") + "): run make crds")
+			return errors.New(dir + " has no CRD of kind " + want + " (found " + strings.Join(kinds, ", ") + "): run make crds")
 		}
 	}
 	if err := newKube(t, cp.Config).apply(crds, "", false); err != nil {
