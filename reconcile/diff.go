@@ -72,8 +72,12 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 		slices.Sort(foreign)
 		return &OwnershipError{Objects: foreign}
 	}
-	var changes []diff.Change
+	var (
+		changes  []diff.Change
+		refusals []probeRefusal
+	)
 	for _, c := range all {
+		var probeErr error
 		if c.Live != nil && c.Live.GetDeletionTimestamp() != nil {
 			st.Terminating = append(st.Terminating, c.Kind+"/"+c.Name)
 			continue
@@ -87,10 +91,15 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 		}
 		if c.Action == diff.Update && c.Uncertain {
 			same, err := r.confirmUnchanged(ctx, c, opts)
-			if err != nil {
+			switch {
+			case err != nil && !refused(err):
 				return err
-			}
-			if same {
+			case err != nil:
+				// The server refused the update itself (an immutable
+				// field, admission): judged with every other refusal
+				// once the change is known to be written (probesRefused).
+				probeErr = err
+			case same:
 				r.equivalent.remember(c.Desired, c.Live, verdictSame)
 				continue
 			}
@@ -121,7 +130,16 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 			st.BackingOff = append(st.BackingOff, c.Kind+"/"+c.Name)
 			continue
 		}
+		if probeErr != nil {
+			refusals = append(refusals, probeRefusal{c: c, err: probeErr})
+		}
 		changes = append(changes, c)
+	}
+	if len(refusals) > 0 {
+		var err error
+		if changes, err = r.probesRefused(ctx, st, changes, refusals); err != nil {
+			return err
+		}
 	}
 	st.Changes = changes
 	st.Counts.Drifted = len(changes)
@@ -240,6 +258,49 @@ func (r *Reconciler) confirmUnchanged(ctx context.Context, c diff.Change, opts d
 		return false, err
 	}
 	return len(diff.Equivalent(out, c.Live, opts)) == 0, nil
+}
+
+// probeRefusal is an update whose confirming dry run the server refused.
+type probeRefusal struct {
+	c   diff.Change
+	err error
+}
+
+// probesRefused judges the updates the server refused to dry-run for
+// confirmUnchanged, among changes (what the tick would write). An
+// immutable field that recond.dev/force: recreate lets the apply recreate
+// is a change like any (the apply's validate recreates it). Any other
+// refusal fails the phase, and the failure names every object the
+// commit's writes are refused for, not only the probed ones, each in
+// st.Rejected: validate dry-runs them all, as the apply would before its
+// first write. Should the server accept them all this time (admission
+// changed in between), the tick goes on with what validate kept.
+func (r *Reconciler) probesRefused(ctx context.Context, st *State, changes []diff.Change, refusals []probeRefusal) ([]diff.Change, error) {
+	failing := false
+	for _, p := range refusals {
+		if _, recreate := r.immutable(ctx, p.c, p.err); !recreate {
+			failing = true
+		}
+	}
+	if !failing {
+		return changes, nil
+	}
+	var writes []diff.Change
+	for _, c := range changes {
+		if c.Action != diff.Delete {
+			writes = append(writes, c)
+		}
+	}
+	slices.SortStableFunc(writes, byDependency)
+	kept, err := r.validate(ctx, st, writes)
+	if err != nil {
+		return nil, err
+	}
+	keep := make(map[*unstructured.Unstructured]bool, len(kept))
+	for _, c := range kept {
+		keep[c.Desired] = true
+	}
+	return slices.DeleteFunc(changes, func(c diff.Change) bool { return c.Action != diff.Delete && !keep[c.Desired] }), nil
 }
 
 // equivalence remembers, per object, a desired object (by hash) that the
