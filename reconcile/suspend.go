@@ -141,7 +141,8 @@ func (m *suspensionMemo) read(cm *unstructured.Unstructured, now time.Time, max 
 		s.By = "(unknown)"
 	}
 	rv := cm.GetResourceVersion()
-	t, err := time.Parse(time.RFC3339, strings.TrimSpace(until))
+	// RFC 3339 allows a lower-case t and z; Go's layout does not.
+	t, err := time.Parse(time.RFC3339, strings.ToUpper(strings.TrimSpace(until)))
 	t = t.UTC() // one zone, so that two readings of one end are equal
 	switch {
 	case err == nil && !now.Before(t):
@@ -276,6 +277,21 @@ func (r *Reconciler) patchInventoryAnnotations(ctx context.Context, ann map[stri
 // reason, a duration over --suspend-max).
 var ErrSuspend = errors.New("bad suspension")
 
+// MinSuspend is the shortest suspension recond takes: its end is written
+// to the second, and a shorter one would end before it is answered.
+const MinSuspend = time.Second
+
+// CheckSuspendFor says why d, asked for as a suspension's length, is
+// refused (nil: it is not; --suspend-max is Suspend's to check). The
+// one rule of the API, `recond suspend --for` and Suspend: a length named
+// as 0 is refused, never taken as --suspend-max.
+func CheckSuspendFor(d time.Duration) error {
+	if d < MinSuspend {
+		return fmt.Errorf("%w: %s: a duration of at least %s", ErrSuspend, d, MinSuspend)
+	}
+	return nil
+}
+
 // Suspend suspends the instance for d (0: --suspend-max), by by, for
 // reason, writing the annotations on its inventory ConfigMap (created when
 // missing). The next tick writes nothing; call Request for it to come at
@@ -292,8 +308,8 @@ func (r *Reconciler) Suspend(ctx context.Context, by, reason string, d time.Dura
 		return nil, fmt.Errorf("%w: a reason is required (it is shown to whoever wonders why the loop does not write)", ErrSuspend)
 	case len(reason) > maxSuspendText || len(by) > maxSuspendText || !utf8.ValidString(reason) || !utf8.ValidString(by):
 		return nil, fmt.Errorf("%w: reason and author are UTF-8 text of at most %d bytes", ErrSuspend, maxSuspendText)
-	case d < 0:
-		return nil, fmt.Errorf("%w: a negative duration", ErrSuspend)
+	case d != 0 && CheckSuspendFor(d) != nil:
+		return nil, CheckSuspendFor(d)
 	case d > max:
 		return nil, fmt.Errorf("%w: %s is longer than --suspend-max (%s)", ErrSuspend, d, max)
 	case d == 0:

@@ -93,8 +93,13 @@ func (s *suspendAPI) handler(resume bool) http.Handler {
 			}
 			var d time.Duration
 			if req.For != "" {
-				if d, err = time.ParseDuration(req.For); err != nil || d <= 0 {
-					writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("for: %q is not a positive duration (2h, 30m)", req.For)})
+				if d, err = time.ParseDuration(req.For); err != nil {
+					writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("for: %q is not a duration (2h, 30m)", req.For)})
+					return
+				}
+				// Named, it is one: "0s" is not "--suspend-max".
+				if err := reconcile.CheckSuspendFor(d); err != nil {
+					writeJSON(w, http.StatusBadRequest, map[string]string{"error": "for: " + err.Error()})
 					return
 				}
 			}
@@ -137,7 +142,7 @@ func suspendCommand(ctx context.Context, resume bool, args []string, stdout, std
 	var dur *time.Duration
 	if !resume {
 		reason = fs.String("reason", "", "why, in a few words that whoever finds the loop stopped will read (required)")
-		dur = fs.Duration("for", 0, "how long (default: recond's --suspend-max, 24h unless set otherwise); the loop resumes by itself at the end")
+		dur = fs.Duration("for", 0, "how long, at least 1s (default: recond's --suspend-max, 24h unless set otherwise); the loop resumes by itself at the end")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -153,11 +158,21 @@ func suspendCommand(ctx context.Context, resume bool, args []string, stdout, std
 		fmt.Fprintf(stderr, "%s: %s, and it takes no arguments\n", name, req)
 		return 2
 	}
+	forSet := false
+	fs.Visit(func(f *flag.Flag) { forSet = forSet || f.Name == "for" })
+	if forSet {
+		// Given, --for is a length: "--for 0s" is refused, never the
+		// maximum.
+		if err := reconcile.CheckSuspendFor(*dur); err != nil {
+			fmt.Fprintf(stderr, "%s: --for: %v\n", name, err)
+			return 2
+		}
+	}
 	var body any = resumeRequest{By: *by}
 	path := "/api/v1/resume"
 	if !resume {
 		r := suspendRequest{Reason: *reason, By: *by}
-		if *dur != 0 {
+		if forSet {
 			r.For = dur.String()
 		}
 		body, path = r, "/api/v1/suspend"
