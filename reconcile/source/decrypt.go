@@ -224,11 +224,10 @@ func (d *decryption) secretValues() []string {
 	return slices.Compact(out)
 }
 
-// maybeSOPS is a cheap look for what every SOPS file holds: its metadata's
-// name and MAC (YAML, JSON, binary: "sops" and "mac"; dotenv: "sops_mac").
-func maybeSOPS(data []byte) bool {
-	return bytes.Contains(data, []byte("sops")) && bytes.Contains(data, []byte("mac"))
-}
+// maybeSOPS is a cheap look for what a SOPS file holds, whole or in
+// part: its metadata's name with its mac or lastmodified, or an encrypted
+// value (sops.MayHold).
+func maybeSOPS(data []byte) bool { return sops.MayHold(data) }
 
 // decrypt returns the content of file (a repository path, links resolved)
 // decrypted when it is SOPS-encrypted, else data itself. Each call checks
@@ -259,6 +258,11 @@ func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
 			// Not read as such, but encrypted all the same.
 			return nil, invalid(fmt.Errorf("SOPS-encrypted, but read as %s, which may not be encrypted: "+
 				"a decrypted value must never land in an object that is not a Secret", why))
+		}
+		// What is left of a SOPS file whose metadata was removed or cut
+		// (by hand, by a merge) would give its ciphertext as values.
+		if err := sops.Stripped(format, data); err != nil {
+			return nil, invalid(fmt.Errorf("SOPS-encrypted in part: %w", err))
 		}
 		return data, nil
 	}
@@ -331,13 +335,15 @@ func (b *budget) open(file string, format sops.Format, data []byte) (*sops.Resul
 			}
 		}
 	}
-	ids, err := d.identities()
-	if err != nil {
-		return nil, &Error{Reason: ReasonAuth, Err: &DecryptError{File: file, Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, err)}}
-	}
-	res, err = sops.Decrypt(format, data, ids)
+	ids, idsErr := d.identities()
+	res, err := sops.Decrypt(format, data, ids)
 	if err != nil {
 		var se *sops.Error
+		if idsErr != nil && !(errors.As(err, &se) && se.Reason == sops.ReasonInvalid) {
+			// Without keys, only what makes the file invalid whatever the
+			// keys (its metadata, its form) is told before the keys are.
+			return nil, &Error{Reason: ReasonAuth, Err: &DecryptError{File: file, Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, idsErr)}}
+		}
 		if errors.As(err, &se) && se.Reason == sops.ReasonAuth {
 			return nil, &Error{Reason: ReasonAuth, Err: &DecryptError{File: file, Recipients: se.Recipients,
 				Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, err)}}

@@ -379,7 +379,8 @@ func loadChart(tfs *treeFS, dir string) (*chartv2.Chart, error) {
 			return err
 		}
 		if base := path.Base(rel); (base == "values.yaml" || base == "values.schema.json") && maybeSOPS(data) &&
-			(sops.Encrypted(sops.YAML, data) || sops.Encrypted(sops.JSON, data)) {
+			(sops.Encrypted(sops.YAML, data) || sops.Encrypted(sops.JSON, data) ||
+				sops.Stripped(sops.YAML, data) != nil || sops.Stripped(sops.JSON, data) != nil) {
 			// Helm would render its ciphertext: say where encrypted values go.
 			return &ManifestError{File: path.Join(dir, rel), Err: &DecryptError{File: path.Join(dir, rel), Err: errors.New(
 				"SOPS-encrypted: a chart's own values are read as committed; give encrypted values with --" + FlagHelmValues)}}
