@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"recond.dev/recond/internal/transient"
 )
 
 // Worker runs kustomize in a process of its own: a render that computes
@@ -39,6 +42,10 @@ import (
 //   - with no file it may write (RLIMIT_FSIZE 0), no core dump, and a CPU
 //     time limit of every core for a little over the render's deadline, as
 //     a backstop for a worker that outlives its kill;
+//   - each limit no higher than the hard limit recond itself was started
+//     with (systemd's LimitAS=, a shell's ulimit -v, prlimit), which a
+//     process may lower and never raise: under a lower address-space cap
+//     the worker's memory is that cap's;
 //   - in a network namespace of its own (no interface but a loopback that
 //     is down), where the platform allows one (root, or unprivileged user
 //     namespaces); where it does not, without one, said once in the log;
@@ -116,6 +123,7 @@ type wireError struct {
 	Msg       string      `json:"msg"`
 	Limit     *LimitError `json:"limit,omitempty"`
 	Manifest  bool        `json:"manifest,omitempty"`
+	Worker    bool        `json:"worker,omitempty"` // a *workerError: the worker's own setup
 	ReadFault bool        `json:"readFault,omitempty"`
 	NoSeed    bool        `json:"noSeed,omitempty"` // ErrNoSeed
 	Reason    Reason      `json:"reason,omitempty"` // an *Error's
@@ -138,6 +146,8 @@ func toWire(err error) *wireError {
 	if errors.As(err, &de) {
 		w.Decrypt, w.Recipients = de.File, de.Recipients
 	}
+	var we *workerError
+	w.Worker = errors.As(err, &we)
 	if len(w.Msg) > maxWireMsg {
 		w.Msg = w.Msg[:maxWireMsg] + "... (cut)"
 	}
@@ -159,6 +169,8 @@ func (w *wireError) err() error {
 		err = fmt.Errorf("%s%w", strings.TrimSuffix(w.Msg, ErrNoSeed.Error()), ErrNoSeed)
 	case w.Decrypt != "":
 		err = &DecryptError{File: w.Decrypt, Recipients: w.Recipients, Err: err}
+	case w.Worker:
+		err = &workerError{err}
 	}
 	if w.Reason != "" {
 		err = &Error{Reason: w.Reason, Err: err}
@@ -189,7 +201,12 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 		return 2
 	}
 	if err := limitSelf(req); err != nil {
-		fmt.Fprintf(diag, "render worker: %v\n", err)
+		// Said on the pipe with its reason (and on standard error, for a
+		// parent that cannot read the answer).
+		err = newWorkerError(fmt.Errorf("render worker: %w", err))
+		fmt.Fprintf(diag, "%v\n", err)
+		line, _ := json.Marshal(workerHeader{Err: toWire(err)})
+		_, _ = out.Write(append(line, '\n'))
 		return 2
 	}
 	s := &Source{kind: kindHTTP, cache: req.Repo, dir: req.Dir, cfg: Config{Limits: req.Limits}}
@@ -265,11 +282,43 @@ func limitSelf(req workerRequest) error {
 		}{unix.RLIMIT_CPU, uint64(req.CPU)})
 	}
 	for _, l := range limits {
-		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.val, Max: l.val}); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", l.res, err)
+		set, err := lowerLimit(l.res, l.val)
+		if err != nil {
+			return err
+		}
+		if l.res == unix.RLIMIT_AS && set < l.val {
+			// A lower cap than MaxMemory: the collector works to it, as
+			// it does to MaxMemory (GOMEMLIMIT, 3/4 of it).
+			if room := int64(set) - int64(size); room > 0 {
+				debug.SetMemoryLimit(min(debug.SetMemoryLimit(-1), room/4*3))
+			}
 		}
 	}
 	return nil
+}
+
+// rlimitNames names the limits the worker sets, for its errors.
+var rlimitNames = map[int]string{
+	unix.RLIMIT_AS:    "RLIMIT_AS (address space)",
+	unix.RLIMIT_FSIZE: "RLIMIT_FSIZE (file size)",
+	unix.RLIMIT_CORE:  "RLIMIT_CORE (core dump size)",
+	unix.RLIMIT_CPU:   "RLIMIT_CPU (CPU time)",
+}
+
+// lowerLimit sets both the soft and the hard limit of res to want, or to
+// the hard limit the process already has when that is lower (an
+// unprivileged process may lower its hard limits, never raise them), and
+// returns the value set.
+func lowerLimit(res int, want uint64) (uint64, error) {
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(res, &cur); err != nil {
+		return 0, fmt.Errorf("getrlimit %s: %w", rlimitNames[res], err)
+	}
+	val := min(want, cur.Max) // RLIM_INFINITY is the largest value
+	if err := unix.Setrlimit(res, &unix.Rlimit{Cur: val, Max: val}); err != nil {
+		return 0, fmt.Errorf("setrlimit %s to %d (the hard limit was %d): %w", rlimitNames[res], val, cur.Max, err)
+	}
+	return val, nil
 }
 
 // vmSize is the process's address space now, in bytes.
@@ -322,7 +371,7 @@ func (s *Source) renderInWorker(ctx context.Context, sha string, b *budget, labe
 	start := time.Now()
 	cmd, stdout, stderr, err := w.start(body, mem)
 	if err != nil {
-		return nil, &workerError{fmt.Errorf("start the render worker %s: %w", w.Path, err)}
+		return nil, newWorkerError(fmt.Errorf("start the render worker %s: %w", w.Path, err))
 	}
 	type answer struct {
 		out       []byte
@@ -424,6 +473,34 @@ type workerError struct{ err error }
 func (e *workerError) Error() string { return e.err.Error() }
 func (e *workerError) Unwrap() error { return e.err }
 
+// newWorkerError is err as a *workerError, in an *Error with the reason
+// its cause gives (workerReason), when it gives one.
+func newWorkerError(err error) error {
+	we := &workerError{err}
+	if r := workerReason(err); r != "" {
+		return &Error{Reason: r, Err: we}
+	}
+	return we
+}
+
+// workerReason is why the worker could not start or set itself up, in
+// the loop's closed set of reasons: the platform refusing what it asks
+// (an executable that may not run, a limit or namespace it may not have)
+// is forbidden; its executable gone (replaced by an upgrade) is
+// not_found; the machine out of processes, memory or file descriptors is
+// unavailable, as it passes. Anything else has none ("": reason other).
+func workerReason(err error) Reason {
+	switch {
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+		return ReasonForbidden
+	case errors.Is(err, syscall.ENOENT):
+		return ReasonNotFound
+	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ENOMEM), errors.Is(err, syscall.ETXTBSY):
+		return ReasonUnavailable
+	}
+	return Reason(transient.Reason(err))
+}
+
 // errNoAnswer is a worker that closed its output without an answer: it
 // died; how is in its exit status.
 var errNoAnswer = errors.New("no answer")
@@ -473,7 +550,7 @@ func workerDied(werr error, stderr string, mem, cpu int64, label string) error {
 		if werr == nil {
 			werr = errors.New("it exited without an answer")
 		}
-		return &workerError{fmt.Errorf("render worker: %w", werr)}
+		return newWorkerError(fmt.Errorf("render worker: %w", werr))
 	}
 	first := causeLine(stderr)
 	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
@@ -495,8 +572,9 @@ func workerDied(werr error, stderr string, mem, cpu int64, label string) error {
 		}
 	}
 	if strings.HasPrefix(first, "render worker:") {
-		// The worker's own setup failed: not the commit's fault.
-		return &workerError{errors.New(first)}
+		// The worker's own setup failed (it says why on the pipe; this is
+		// a worker that could not): not the commit's fault.
+		return newWorkerError(errors.New(first))
 	}
 	if first == "" {
 		first = ee.Error()
