@@ -448,6 +448,9 @@ func keepGenerated(st *State, desired []*unstructured.Unstructured) []*unstructu
 		}
 		c := d.DeepCopy()
 		for _, p := range paths {
+			if !keptGenerated(d, l, p) {
+				continue
+			}
 			v, found, _ := unstructured.NestedFieldNoCopy(l.Object, p...)
 			if !found && len(p) == 2 && p[0] == "stringData" {
 				// The server keeps a Secret's stringData under data.

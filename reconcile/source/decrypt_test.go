@@ -164,6 +164,9 @@ func TestDecryptWhereFilesAreRead(t *testing.T) {
 				sha := newTestRepo(t, dir).commit(tt.files)
 				cfg := Config{URL: dir, Path: tt.path, SOPSAgeKeysFile: f.KeysFile(tt.keys...)}
 				cfg.Helm.Values = tt.values
+				// A key maker's fingerprints over decrypted values are keyed
+				// with the seed (helmgenerated.go).
+				cfg.Helm.Seed = func(context.Context) ([]byte, error) { return []byte("seed"), nil }
 				if worker {
 					cfg.Worker = testWorker(t)
 				}

@@ -132,10 +132,20 @@ func helmBuild(ctx context.Context, root Dir, dir string, b *budget, req helmReq
 		return nil, &ManifestError{File: label, Err: err}
 	}
 	generated := map[int][][]string{} // manifest index -> the fields the stand-ins changed
+	inputs := map[int]string{}        // manifest index -> AnnotationGeneratedInputs
 	if again != nil {
 		_, manifests2, err := releaseutil.SortManifests(again, nil, releaseutil.InstallOrder)
 		if err != nil {
 			return nil, &ManifestError{File: label, Err: err}
+		}
+		// A generated field may be made from a decrypted value: its
+		// fingerprint is then keyed with the instance's seed.
+		var key []byte
+		if len(b.dec.secretValues()) > 0 {
+			if len(req.Seed) == 0 {
+				return nil, &ManifestError{File: label, Err: fmt.Errorf("a key or certificate maker with SOPS-encrypted values: %w", ErrNoSeed)}
+			}
+			key = req.Seed
 		}
 		for i, m := range manifests {
 			if i < len(manifests2) && manifests2[i].Name == m.Name && manifests2[i].Content == m.Content {
@@ -148,6 +158,7 @@ func helmBuild(ctx context.Context, root Dir, dir string, b *budget, req helmReq
 				continue
 			}
 			generated[i] = differingPaths(a, b, nil, nil)
+			inputs[i] = generatedInputs(b, generated[i], key)
 		}
 	}
 	var buf bytes.Buffer
@@ -172,7 +183,7 @@ func helmBuild(ctx context.Context, root Dir, dir string, b *budget, req helmReq
 		return nil
 	}
 	for i, m := range manifests {
-		if err := write(m.Name, docMeta{Generated: generated[i]}, m.Content); err != nil {
+		if err := write(m.Name, docMeta{Generated: generated[i], Inputs: inputs[i]}, m.Content); err != nil {
 			return nil, err
 		}
 	}
@@ -199,6 +210,8 @@ type docMeta struct {
 	// Generated are the fields (paths of keys) that a key or certificate
 	// maker made; one empty path stands for the whole object.
 	Generated [][]string `json:"generated,omitempty"`
+	// Inputs is the object's AnnotationGeneratedInputs (helmgenerated.go).
+	Inputs string `json:"inputs,omitempty"`
 }
 
 // differingPaths are the paths of the leaves (or subtrees) at which a and b

@@ -7,8 +7,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +26,12 @@ import (
 // the render: the same commit renders the same values in every process (a
 // restart, a standby that takes over), a password a chart generates stays
 // the same when other templates change, and nobody without the seed can
-// predict it. `now` is the commit's time.
+// predict it. `now` is the commit's time, and so is the time the other
+// time functions measure to or fall back on (`ago`, `durationRound`,
+// `date` and its kin given no time); the local time zone is UTC (`date`,
+// `htmlDate`, `toDate`, a zone "Local"). `keys` and `values` list a
+// map's keys in sorted order, and its values in that order (Sprig lists
+// them in Go's random map order).
 //
 // ErrNoSeed is what they fail with when the render has no seed.
 var ErrNoSeed = errors.New("random template functions need the instance's seed")
@@ -54,7 +61,7 @@ func repeatableFuncs(seed []byte, now time.Time) template.FuncMap {
 			return sb.String(), nil
 		}
 	}
-	return template.FuncMap{
+	fm := template.FuncMap{
 		"now":          func() time.Time { return now },
 		"randAlphaNum": chars("randAlphaNum", alpha+digits),
 		"randAlpha":    chars("randAlpha", alpha),
@@ -106,6 +113,88 @@ func repeatableFuncs(seed []byte, now time.Time) template.FuncMap {
 			return string(rs), nil
 		},
 	}
+	maps.Copy(fm, orderedFuncs())
+	maps.Copy(fm, timeFuncs(now))
+	return fm
+}
+
+// orderedFuncs are Sprig's functions that list a map, in sorted order:
+// `keys` (each map's keys sorted, the maps in the order given, as Sprig
+// concatenates them) and `values` (in the order of the sorted keys).
+func orderedFuncs() template.FuncMap {
+	return template.FuncMap{
+		"keys": func(dicts ...map[string]any) []string {
+			k := []string{}
+			for _, d := range dicts {
+				k = append(k, slices.Sorted(maps.Keys(d))...)
+			}
+			return k
+		},
+		"values": func(d map[string]any) []any {
+			v := []any{}
+			for _, k := range slices.Sorted(maps.Keys(d)) {
+				v = append(v, d[k])
+			}
+			return v
+		},
+	}
+}
+
+// timeFuncs are Sprig's time functions that would read the clock or the
+// process's time zone, measured to now (the commit's time) and in UTC.
+func timeFuncs(now time.Time) template.FuncMap {
+	sp := sprig.TxtFuncMap()
+	dateInZone, _ := sp["dateInZone"].(func(string, any, string) string)
+	durationRound, _ := sp["durationRound"].(func(any) string)
+	if dateInZone == nil || durationRound == nil {
+		panic("sprig: dateInZone or durationRound changed its signature") // a test renders each of them
+	}
+	// at is a date argument as Sprig reads one, now when it is no time.
+	at := func(d any) any {
+		switch d.(type) {
+		case time.Time, *time.Time, int64, int, int32:
+			return d
+		}
+		return now
+	}
+	zone := func(z string) string {
+		if z == "Local" {
+			return "UTC"
+		}
+		return z
+	}
+	inZone := func(f string, d any, z string) string { return dateInZone(f, at(d), zone(z)) }
+	toDate := func(f, s string) (time.Time, error) { return time.ParseInLocation(f, s, time.UTC) }
+	return template.FuncMap{
+		"date":           func(f string, d any) string { return inZone(f, d, "UTC") },
+		"dateInZone":     inZone,
+		"date_in_zone":   inZone,
+		"htmlDate":       func(d any) string { return inZone("2006-01-02", d, "UTC") },
+		"htmlDateInZone": func(d any, z string) string { return inZone("2006-01-02", d, z) },
+		"toDate": func(f, s string) time.Time {
+			t, _ := toDate(f, s)
+			return t
+		},
+		"mustToDate": toDate,
+		"ago": func(d any) string {
+			t := now
+			switch d := d.(type) {
+			case time.Time:
+				t = d
+			case int64:
+				t = time.Unix(d, 0)
+			case int:
+				t = time.Unix(int64(d), 0)
+			}
+			return now.Sub(t).Round(time.Second).String()
+		},
+		"durationRound": func(d any) string {
+			if t, ok := d.(time.Time); ok {
+				return durationRound(int64(now.Sub(t)))
+			}
+			return durationRound(d)
+		},
+	}
 }
 
 // repeatable hands out the random streams of one render.
@@ -145,9 +234,18 @@ var generatedOnceNames = []string{
 // counting its calls in n. With stand-ins, they return instead values of
 // the same types whose strings differ at every call, at no cost (a key
 // takes tens of milliseconds): enough to tell which objects they reach.
+// A stand-in is named by its function, its arguments and the calls with
+// the same arguments before it, never by its place among the other calls:
+// what a stand-in reaches is a function of the ordinary inputs alone
+// (helmgenerated.go), which a call added elsewhere in the chart does not
+// change.
 func generatedOnceFuncs(n *atomic.Int64, standIns bool) template.FuncMap {
 	all := sprig.TxtFuncMap()
 	fm := template.FuncMap{}
+	var (
+		mu    sync.Mutex
+		calls = map[string]int{}
+	)
 	for _, name := range generatedOnceNames {
 		fn, ok := all[name]
 		if !ok {
@@ -155,9 +253,18 @@ func generatedOnceFuncs(n *atomic.Int64, standIns bool) template.FuncMap {
 		}
 		v := reflect.ValueOf(fn)
 		fm[name] = reflect.MakeFunc(v.Type(), func(args []reflect.Value) []reflect.Value {
-			call := n.Add(1)
+			n.Add(1)
 			if standIns {
-				return standIn(v.Type(), fmt.Sprintf("recond-stand-in-%s-%d", name, call))
+				h := sha256.New()
+				for _, a := range args {
+					fmt.Fprintf(h, "%q\x00", a.Interface())
+				}
+				key := fmt.Sprintf("%s-%x", name, h.Sum(nil)[:8])
+				mu.Lock()
+				calls[key]++
+				call := calls[key]
+				mu.Unlock()
+				return standIn(v.Type(), fmt.Sprintf("recond-stand-in-%s-%d", key, call))
 			}
 			if v.Type().IsVariadic() {
 				return v.CallSlice(args)

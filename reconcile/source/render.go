@@ -376,7 +376,7 @@ func (s *Source) helm(ctx context.Context, repo *git.Repository, sha string, roo
 			return nil, err
 		}
 		for i := range m {
-			m[i].Hook, m[i].Generated = d.Meta.Hook, d.Meta.Generated
+			d.Meta.apply(&m[i])
 		}
 		ms = append(ms, m...)
 	}
