@@ -25,9 +25,11 @@ const (
 	ReasonTimeout     Reason = transient.Timeout
 	ReasonUnavailable Reason = transient.Unavailable
 	ReasonOther       Reason = "other"
-	// An artifact that recond refuses (oci.go), and one whose signature
-	// does not verify.
-	ReasonInvalid   Reason = "invalid"
+	// ReasonInvalid: an artifact that recond refuses (oci.go).
+	ReasonInvalid Reason = "invalid"
+	// ReasonForbidden: an artifact whose signature does not verify, a
+	// redirect recond will not follow (https to http), a render worker
+	// the platform refuses what it asks.
 	ReasonForbidden Reason = "forbidden"
 )
 
@@ -77,6 +79,12 @@ func reasonOf(err error) Reason {
 		// x/crypto/ssh has no typed error for a refused client key.
 		strings.Contains(err.Error(), "ssh: unable to authenticate"):
 		return ReasonAuth
+	case strings.Contains(err.Error(), "http redirect: "):
+		// go-git refused a redirect (from https to http, away from the
+		// repository, on a request after the first): the server sends
+		// recond where it will not go, which no retry changes. go-git has
+		// no typed error for it.
+		return ReasonForbidden
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, git.ErrRepositoryNotExists),
 		errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, plumbing.ErrObjectNotFound):
 		return ReasonNotFound

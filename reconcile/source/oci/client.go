@@ -174,7 +174,10 @@ func (c *Client) httpClient(ca []byte) (*http.Client, error) {
 				return errors.New("stopped after 5 redirects")
 			}
 			if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
-				return fmt.Errorf("refused a redirect from https to %s://%s", req.URL.Scheme, req.URL.Host)
+				// Not a failure that passes: the registry (or what stands
+				// before it) sends recond where it will not go.
+				return &Error{Reason: ReasonForbidden, Err: fmt.Errorf("refused a redirect from https to %s://%s: credentials "+
+					"and content would cross the network in clear; the registry must redirect to https", req.URL.Scheme, req.URL.Host)}
 			}
 			return nil
 		},
@@ -191,7 +194,7 @@ func (l loopbackOnlyHTTP) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, &Error{Reason: ReasonOther, Err: fmt.Errorf("refused plain HTTP to %s: only a loopback registry may be reached without TLS", req.URL.Host)}
+		return nil, &Error{Reason: ReasonForbidden, Err: fmt.Errorf("refused plain HTTP to %s: only a loopback registry may be reached without TLS", req.URL.Host)}
 	}
 	return l.next.RoundTrip(req)
 }

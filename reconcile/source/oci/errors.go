@@ -21,6 +21,9 @@ const (
 	ReasonTimeout     = transient.Timeout
 	ReasonUnavailable = transient.Unavailable
 	ReasonOther       = "other"
+	// ReasonForbidden is a request recond refuses to make: plain HTTP
+	// beyond loopback, a redirect from https to http.
+	ReasonForbidden = "forbidden"
 )
 
 // Error is a failure to read from the registry, or an artifact refused,
