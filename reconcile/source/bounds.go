@@ -77,8 +77,9 @@ type budget struct {
 }
 
 // safe is err with every secret value the render knows of removed from
-// its text (see secretMaterial.redact).
-func (b *budget) safe(err error) error { return b.secrets.redact(err) }
+// its text (see secretMaterial.redact), then bounded in length
+// (boundError): the whole text is redacted before any of it is cut.
+func (b *budget) safe(err error) error { return boundError(b.secrets.redact(err)) }
 
 // again is a budget for a second render of the same revision: the same
 // limits, a count of its own, and the decryption's keys and files.

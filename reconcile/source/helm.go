@@ -355,6 +355,22 @@ func hookEvents(h *release.Hook) string {
 	return strings.Join(ev, ",")
 }
 
+// linkedDirectory is the error of an entry rel of the chart at dir that is
+// a symbolic link to the directory target: a subchart (charts/<name>, or
+// a link in it) or any other.
+func linkedDirectory(dir, rel, target string) error {
+	what := rel
+	if rel == "charts" {
+		what = "charts, the directory of its subcharts,"
+	} else if sub, ok := strings.CutPrefix(rel, "charts/"); ok {
+		name, _, _ := strings.Cut(sub, "/")
+		what = fmt.Sprintf("subchart %s (%s)", strings.TrimSuffix(strings.TrimSuffix(name, ".tgz"), ".tar.gz"), rel)
+	}
+	return &ManifestError{File: path.Join(dir, rel), Err: fmt.Errorf("%s is a symbolic link to the directory %s: recond follows links "+
+		"to files only, never to a directory; copy the directory there (for a subchart, its files under charts/<name>/ "+
+		"or its packaged .tgz), or link its files one by one", what, target)}
+}
+
 // loadChart reads the chart at dir through tfs, as `helm template` reads a
 // chart directory: .helmignore honoured, a UTF-8 byte order mark dropped.
 // Only apiVersion v1 and v2 application charts are rendered, and every
@@ -389,6 +405,9 @@ func loadChart(tfs *treeFS, dir string) (*chartv2.Chart, error) {
 		}
 		data, err := tfs.readFileRaw(p)
 		if err != nil {
+			if n, lerr := tfs.lookup(p); lerr == nil && n.file == nil {
+				return linkedDirectory(dir, rel, n.path)
+			}
 			return err
 		}
 		if base := path.Base(rel); (base == "values.yaml" || base == "values.schema.json") && maybeSOPS(data) &&
