@@ -26,7 +26,7 @@ func TestSOPS(t *testing.T) {
 	if os.Getenv("RECOND_BENCH") != "1" {
 		t.Skip("set RECOND_BENCH=1 (make bench)")
 	}
-	s := testenv.NewSOPS(t)
+	s := testenv.LiveSOPS(t)
 	id, recipient := s.Keygen()
 	keys := s.KeysFile(id)
 	bin := buildRecond(t)

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
@@ -18,15 +16,12 @@ import (
 	"recond.dev/recond/internal/testenv"
 )
 
-// sopsRandom is a random value (hex, with a letter first so that YAML
-// reads it as a string), which no output can hold by chance.
+// sopsRandom is a value no output holds by chance (hex, with a letter
+// first so that YAML reads it as a string), the same at every run of t
+// (testenv.FixtureText), so that what sops made of it is found again.
 func sopsRandom(t *testing.T) string {
 	t.Helper()
-	b := make([]byte, 12)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "s" + hex.EncodeToString(b)
+	return "s" + testenv.FixtureText(t)
 }
 
 // sopsURL is how the charts below embed a decrypted password in a longer

@@ -137,3 +137,17 @@ func FixtureText(t testing.TB) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s#%d", t.Name(), *n)))
 	return hex.EncodeToString(sum[:12])
 }
+
+// MadeByPinned fails the test when the version file of a fixture (what
+// the tool that made it wrote: "v2.6.5") does not name the version of
+// module that tools/TOOL/go.mod pins: the fixture must be made again.
+func MadeByPinned(t testing.TB, versionFile, tool, module string) {
+	t.Helper()
+	b, err := os.ReadFile(versionFile)
+	if err != nil {
+		t.Fatalf("%v: make fixtures writes it", err)
+	}
+	if got, pinned := strings.TrimSpace(string(b)), PinnedVersion(t, tool, module); got != pinned {
+		t.Fatalf("%s: made by %s %s, tools/%s pins %s: make fixtures makes it again", filepath.Dir(versionFile), tool, got, tool, pinned)
+	}
+}

@@ -14,7 +14,8 @@ import (
 )
 
 // sopsFixture is a SOPS setup for one test: two age keys (the files are
-// encrypted for both) and the real sops CLI.
+// encrypted for both) and the sops CLI (what the real one made for the
+// test, testenv.SOPS).
 type sopsFixture struct {
 	*testenv.SOPS
 	id1, rcpt1, id2, rcpt2 string
@@ -28,6 +29,10 @@ func newSOPSFixture(t *testing.T) *sopsFixture {
 	f.id2, f.rcpt2 = s.Keygen()
 	return f
 }
+
+// sopsValue is a value no output holds by chance, the same at every run of
+// t (testenv.FixtureText), so that what sops made of it is found again.
+func sopsValue(t *testing.T) string { return "v" + testenv.FixtureText(t) }
 
 // enc encrypts plain as file name for both recipients, with extra sops
 // arguments.
@@ -46,7 +51,7 @@ func (f *sopsFixture) enc(name, plain string, args ...string) string {
 // Secret's data, never a plain value.
 func TestDecryptWhereFilesAreRead(t *testing.T) {
 	f := newSOPSFixture(t)
-	pw, token, cert, env, conf, values := randomValue(t), randomValue(t), randomValue(t), randomValue(t), randomValue(t), randomValue(t)
+	pw, token, cert, env, conf, values := sopsValue(t), sopsValue(t), sopsValue(t), sopsValue(t), sopsValue(t), sopsValue(t)
 	secret := func(name, body string) string {
 		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: " + name + "\ntype: Opaque\n" + body
 	}
@@ -219,7 +224,7 @@ func TestDecryptWhereFilesAreRead(t *testing.T) {
 func TestDecryptRefusals(t *testing.T) {
 	f := newSOPSFixture(t)
 	other, otherRcpt := f.Keygen()
-	v := randomValue(t)
+	v := sopsValue(t)
 	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: " + v + "\n"
 	encSecret := f.enc("db.yaml", secret, "--encrypted-regex", "^(data|stringData)$")
 	tamper := func(s, field string) string {
@@ -385,7 +390,7 @@ func TestDecryptRefusals(t *testing.T) {
 func TestKeysFileReadAtEveryRender(t *testing.T) {
 	f := newSOPSFixture(t)
 	other, _ := f.Keygen()
-	v := randomValue(t)
+	v := sopsValue(t)
 	dir := t.TempDir()
 	sha := newTestRepo(t, dir).commit(map[string]string{
 		"db.yaml": f.enc("db.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: "+v+"\n"),
@@ -422,7 +427,7 @@ func writeAgeKeys(t *testing.T, p string, identities ...string) {
 // also a helmCharts values file has its values secret one by one.
 func TestDecryptedValuesTakeNoOtherRoute(t *testing.T) {
 	f := newSOPSFixture(t)
-	v := randomValue(t)
+	v := sopsValue(t)
 	chart := map[string]string{
 		"Chart.yaml":  "apiVersion: v2\nname: app\nversion: 1.0.0\n",
 		"values.yaml": "password: none\n",

@@ -3,8 +3,6 @@ package sops_test
 import (
 	"bytes"
 	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -14,9 +12,9 @@ import (
 
 // FuzzDecrypt feeds any file, in any format, with any keys file, to
 // ParseIdentities and Decrypt. The keys are part of the input, so that
-// every fuzz worker opens the seeds: files the real sops encrypted (when
-// SOPS_BIN and age-keygen are there; `make test` provides them) for the
-// seed's keys, in each format, with Shamir groups and a post-quantum key.
+// every fuzz worker opens the seeds: files the real sops encrypted (its
+// fixture, testdata/sops/FuzzDecrypt) for the seed's keys, in each format,
+// with Shamir groups and a post-quantum key.
 // Neither panics; their errors never quote a key (nor Decrypt's the
 // identities); Decrypt fails only with an *sops.Error, is deterministic,
 // and what it opens is Encrypted.
@@ -27,24 +25,21 @@ func FuzzDecrypt(f *testing.F) {
 	f.Add(uint8(sops.YAML), []byte("a: 1\nsops:\n  mac: x\n  lastmodified: '2024-01-01T00:00:00Z'\n  age: [{recipient: age1x, enc: x}]\n"), []byte("# none\n"))
 	f.Add(uint8(sops.Dotenv), []byte("A=1\nsops_mac=x\nsops_lastmodified=2024-01-01T00:00:00Z\nsops_age__list_0__map_enc=x\n"), []byte(""))
 	f.Add(uint8(sops.JSON), []byte(`{"a": [1, 2.5, "x"], "sops": {"mac": "x", "lastmodified": "2024-01-01T00:00:00Z", "key_groups": [{"age": []}]}}`), []byte("AGE-SECRET-KEY-1\n"))
-	_, haveKeygen := exec.LookPath("age-keygen")
-	if os.Getenv("SOPS_BIN") != "" && haveKeygen == nil {
-		s := testenv.NewSOPS(f)
-		id1, r1 := s.Keygen()
-		id2, r2 := s.Keygen()
-		pq, rpq := s.KeygenPQ()
-		plain := map[string]string{
-			"a.yaml": "a: x1\nb:\n  c: [1, 2.5, true, \"t\"]\n  # comment\n  d: |\n    two\n    lines\n---\ne: y\n",
-			"a.json": `{"a": {"b": [1, "x", null, false]}, "c_unencrypted": 3}`,
-			"a.env":  "# c\nA=1\nB=two\\nlines\n",
-			"a.bin":  "\x00binary\xff",
-		}
-		for name, p := range plain {
-			f.Add(uint8(sops.FormatOf(name)), s.Encrypt(name, []byte(p), "--age", r1), keysOf(id1))
-		}
-		f.Add(uint8(sops.YAML), s.Encrypt("k.yaml", []byte(plain["a.yaml"]), s.Rule(testenv.KeyGroups(2, []string{r1}, []string{r2}, []string{rpq}), "mac_only_encrypted: true", "encrypted_regex: ^(a|c)$")...), keysOf(id2, pq))
-		f.Add(uint8(sops.YAML), s.Encrypt("c.yaml", []byte("# sops:enc\na: 1\nb: [x, y]\n"), append(s.Rule("encrypted_comment_regex: sops:enc"), "--age", rpq)...), keysOf(pq))
+	s := testenv.NewSOPS(f)
+	id1, r1 := s.Keygen()
+	id2, r2 := s.Keygen()
+	pq, rpq := s.KeygenPQ()
+	plain := map[string]string{
+		"a.yaml": "a: x1\nb:\n  c: [1, 2.5, true, \"t\"]\n  # comment\n  d: |\n    two\n    lines\n---\ne: y\n",
+		"a.json": `{"a": {"b": [1, "x", null, false]}, "c_unencrypted": 3}`,
+		"a.env":  "# c\nA=1\nB=two\\nlines\n",
+		"a.bin":  "\x00binary\xff",
 	}
+	for name, p := range plain {
+		f.Add(uint8(sops.FormatOf(name)), s.Encrypt(name, []byte(p), "--age", r1), keysOf(id1))
+	}
+	f.Add(uint8(sops.YAML), s.Encrypt("k.yaml", []byte(plain["a.yaml"]), s.Rule(testenv.KeyGroups(2, []string{r1}, []string{r2}, []string{rpq}), "mac_only_encrypted: true", "encrypted_regex: ^(a|c)$")...), keysOf(id2, pq))
+	f.Add(uint8(sops.YAML), s.Encrypt("c.yaml", []byte("# sops:enc\na: 1\nb: [x, y]\n"), append(s.Rule("encrypted_comment_regex: sops:enc"), "--age", rpq)...), keysOf(pq))
 	f.Fuzz(func(t *testing.T, format uint8, data, keys []byte) {
 		form := sops.Format(format % 5)
 		var lines []string // what may be a key

@@ -57,7 +57,7 @@ func TestRecipients(t *testing.T) {
 		named: [][]string{{pqRcpt, r[0]}},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			a, b := f.secret(), f.secret()
+			a, b := f.secret(t), f.secret(t)
 			plain := "a: " + a + "\nb:\n  - " + b + "\n"
 			enc := f.s.Encrypt("s.yaml", []byte(plain), c.args...)
 			for _, idset := range c.opens {
@@ -182,7 +182,7 @@ func TestOtherKeyTypes(t *testing.T) {
 			[]string{f.rcpt[0], "pgp " + pgpFP, "kms " + kmsARN, f.rcpt[1], "pgp " + pgpFP, "kms " + kmsARN}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a := f.secret()
+			a := f.secret(t)
 			enc := f.s.Encrypt("s.yaml", []byte("a: "+a+"\n"), c.args...)
 			mixed := addOtherKeys(t, enc, false)
 			if !bytes.Contains(mixed, []byte(pgpFP)) || !bytes.Contains(mixed, []byte(kmsARN)) {
@@ -229,7 +229,7 @@ func TestOtherKeyTypes(t *testing.T) {
 // passphrase does not open with the others.
 func TestIdentityTypes(t *testing.T) {
 	f := newFixture(t)
-	enc := f.s.Encrypt("s.yaml", []byte("a: "+f.secret()+"\n"), "--age", f.rcpt[0])
+	enc := f.s.Encrypt("s.yaml", []byte("a: "+f.secret(t)+"\n"), "--age", f.rcpt[0])
 	scrypt, err := age.NewScryptIdentity("a passphrase")
 	if err != nil {
 		t.Fatal(err)

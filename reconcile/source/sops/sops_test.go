@@ -2,7 +2,6 @@ package sops_test
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -20,7 +19,8 @@ import (
 	"recond.dev/recond/reconcile/source/sops"
 )
 
-// fixture is the real sops CLI and three age keys made by age-keygen.
+// fixture is the sops CLI (what the real one made, testenv.SOPS) and three
+// age keys made by age-keygen.
 type fixture struct {
 	s          *testenv.SOPS
 	id, rcpt   [3]string
@@ -51,10 +51,11 @@ func (f *fixture) ids(t *testing.T, identities ...string) []age.Identity {
 	return ids
 }
 
-// secret is a random value, remembered so that errors can be checked not
-// to quote it.
-func (f *fixture) secret() string {
-	v := "s3cr3t" + rand.Text()
+// secret is a value no output holds by chance (the same at every run of
+// t, so that the fixture of what sops made of it is found again),
+// remembered so that errors can be checked not to quote it.
+func (f *fixture) secret(t testing.TB) string {
+	v := "s3cr3t" + testenv.FixtureText(t)
 	f.secretText = append(f.secretText, v)
 	return v
 }
@@ -152,8 +153,8 @@ type roundTrip struct {
 	values []string
 }
 
-func roundTrips(f *fixture) []roundTrip {
-	a, b, c, d, e := f.secret(), f.secret(), f.secret(), f.secret(), f.secret()
+func roundTrips(t *testing.T, f *fixture) []roundTrip {
+	a, b, c, d, e := f.secret(t), f.secret(t), f.secret(t), f.secret(t), f.secret(t)
 	fill := strings.NewReplacer("{a}", a, "{b}", b, "{c}", c, "{d}", d, "{e}", e).Replace
 	secret := fill(`# a Secret
 apiVersion: v1
@@ -282,7 +283,7 @@ func TestRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	ids := f.ids(t, f.id[0])
 	keys := f.s.KeysFile(f.id[0])
-	for _, rt := range roundTrips(f) {
+	for _, rt := range roundTrips(t, f) {
 		t.Run(rt.name, func(t *testing.T) {
 			format := sops.FormatOf(rt.file)
 			enc := f.s.Encrypt(rt.file, []byte(rt.plain), append([]string{"--age", f.rcpt[0]}, rt.args...)...)
@@ -466,7 +467,7 @@ func numbers(v any) any {
 // (sops writes it into an empty one) comes out empty, not as {}.
 func TestEmptyDocument(t *testing.T) {
 	f := newFixture(t)
-	a := f.secret()
+	a := f.secret(t)
 	enc := f.s.Encrypt("e.yaml", []byte("a: "+a+"\n---\n# nothing\n---\nb: 1\n"), "--age", f.rcpt[0])
 	if n := bytes.Count(enc, []byte("\nsops:")) + bytes.Count(enc[:5], []byte("sops:")); n != 3 {
 		t.Fatalf("sops wrote its metadata %d times, want 3:\n%s", n, enc)

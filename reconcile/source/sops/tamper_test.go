@@ -71,7 +71,7 @@ func TestTamper(t *testing.T) {
 	f := newFixture(t)
 	ids := f.ids(t, f.id[0])
 	keys := f.s.KeysFile(f.id[0])
-	pw, token, first, second := f.secret(), f.secret(), f.secret(), f.secret()
+	pw, token, first, second := f.secret(t), f.secret(t), f.secret(t), f.secret(t)
 	secret := string(f.s.Encrypt("secret.yaml", []byte(fmt.Sprintf(`apiVersion: v1
 kind: Secret
 metadata:
@@ -129,7 +129,7 @@ data:
 			return editLine(t, s, "token:", func(l string) string { return "    token: " + token })
 		}, true},
 		{"plaintext added where the rule encrypts", "s.yaml", secret, func(t *testing.T, s string) string {
-			return strings.Replace(s, "data:\n", "data:\n    extra: "+f.secret()+"\n", 1)
+			return strings.Replace(s, "data:\n", "data:\n    extra: "+f.secret(t)+"\n", 1)
 		}, true},
 		{"plaintext value changed", "s.yaml", secret, func(t *testing.T, s string) string {
 			return editLine(t, s, "name: app", func(l string) string { return strings.Replace(l, "app", "other", 1) })
@@ -199,7 +199,7 @@ data:
 func TestRefused(t *testing.T) {
 	f := newFixture(t)
 	ids := f.ids(t, f.id[0])
-	enc := string(f.s.Encrypt("s.yaml", []byte("a: "+f.secret()+"\nb_unencrypted: plain\n"), "--age", f.rcpt[0]))
+	enc := string(f.s.Encrypt("s.yaml", []byte("a: "+f.secret(t)+"\nb_unencrypted: plain\n"), "--age", f.rcpt[0]))
 	var laughs strings.Builder
 	laughs.WriteString("l0_unencrypted: &l0 [x, x, x, x, x, x, x, x, x, x]\n")
 	for i := 1; i < 10; i++ {
