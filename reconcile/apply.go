@@ -114,6 +114,10 @@ func (r *Reconciler) inWave(ctx context.Context, st *State, changes []diff.Chang
 			stopErr = err
 			break
 		}
+		if err := r.suspendedNow(); err != nil {
+			stopErr = err
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -215,6 +219,18 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 		}
 		defer func() { st.Counts.Managed = len(owned) }()
 	}
+	// A suspension made while the tick writes stops it where it is: what
+	// it did not write is reported as differences, not as a failure.
+	defer func() {
+		var se *SuspendedError
+		if errors.As(err, &se) {
+			st.suspension.Active = se.Suspension
+			st.Counts.NotWritten = max(len(st.Changes)-len(st.Ops), 0)
+			r.log.InfoContext(ctx, "suspended while writing: the tick stopped writing", "written", len(st.Ops),
+				"not_written", st.Counts.NotWritten, "by", se.Suspension.By, "reason", se.Suspension.Reason)
+			err = nil
+		}
+	}()
 	// What the tick meant to write and never attempted (the apply stopped
 	// at a refusal, a failure or a stop), for a partial apply's report.
 	defer func() {
@@ -281,6 +297,9 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 		}
 	}
 	for _, wave := range waves(writes) {
+		if err := r.recheckSuspension(ctx, st); err != nil {
+			return err
+		}
 		results, err := r.inWave(ctx, st, wave, func(ctx context.Context, c diff.Change) outcome {
 			octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(c.Action)))
 			var out *unstructured.Unstructured
@@ -288,7 +307,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 			if st.recreating(c.Desired) {
 				out, err = r.recreate(octx, c)
 			} else {
-				out, err = r.kube.Apply(octx, c.Desired, false)
+				out, err = r.kube.ApplyFor(octx, cluster.Write{Purpose: cluster.PurposeApply, Object: c.Desired}, c.Live)
 			}
 			endSpan(span, err)
 			return outcome{out: out, err: err}
@@ -329,6 +348,9 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 		}
 	}
 	for _, wave := range waves(deletes) {
+		if err := r.recheckSuspension(ctx, st); err != nil {
+			return err
+		}
 		results, err := r.inWave(ctx, st, wave, func(ctx context.Context, c diff.Change) outcome {
 			octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(diff.Delete)))
 			err := r.kube.Prune(octx, c.Live)
@@ -396,7 +418,7 @@ func (r *Reconciler) orphan(ctx context.Context, st *State, owned map[string]boo
 			return err
 		}
 		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(l.GetKind()), attribute.String("k8s.name", l.GetName()), attribute.String("recond.action", "orphan"))
-		_, err := r.kube.MergePatch(octx, l.GroupVersionKind(), l.GetName(), orphanPatch, cluster.FieldManager)
+		_, err := r.kube.MergePatch(octx, cluster.Write{Purpose: cluster.PurposeOrphan, GVK: l.GroupVersionKind(), Name: l.GetName(), Live: l}, orphanPatch, cluster.FieldManager)
 		endSpan(span, err)
 		if err != nil {
 			return fmt.Errorf("orphan %s/%s (recond.dev/prune: disabled): %w", l.GetKind(), l.GetName(), err)

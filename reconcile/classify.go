@@ -12,6 +12,7 @@ import (
 
 	"recond.dev/recond/internal/transient"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/writerule"
 )
 
 // errTickTimeout is the cause a tick's context carries when --tick-timeout
@@ -22,15 +23,16 @@ var errTickTimeout = errors.New("tick timeout exceeded")
 // the phase wrapper, on the error a phase returned.
 func Classify(err error) Reason {
 	var (
-		inv    *invalidError
-		own    *OwnershipError
-		man    *source.ManifestError
-		sig    *source.SignatureError
-		status apierrors.APIStatus
-		src    *source.Error
-		noKind *meta.NoKindMatchError
-		hook   *HookError
-		immut  *ImmutableError
+		inv     *invalidError
+		own     *OwnershipError
+		man     *source.ManifestError
+		sig     *source.SignatureError
+		status  apierrors.APIStatus
+		src     *source.Error
+		noKind  *meta.NoKindMatchError
+		hook    *HookError
+		immut   *ImmutableError
+		refusal *writerule.Refusal
 	)
 	var rej *RejectedError
 	switch {
@@ -50,6 +52,10 @@ func Classify(err error) Reason {
 		return Classify(hook.Err)
 	case errors.As(err, &immut):
 		return ReasonImmutable
+	case errors.As(err, &refusal):
+		// The write gate refused it: the repository asked for a write
+		// recond never makes, or the object is another instance's.
+		return Reason(refusal.Reason)
 	case errors.As(err, &inv), errors.As(err, &man):
 		return ReasonInvalid
 	case errors.As(err, &sig):
@@ -172,8 +178,9 @@ func (e *RejectedError) Unwrap() []error { return e.Errs }
 // only repeat it).
 func rejected(what string, errs []error) *RejectedError {
 	var inv *invalidError
+	var ref *writerule.Refusal
 	for _, err := range errs {
-		if !refused(err) && !errors.As(err, &inv) {
+		if !refused(err) && !errors.As(err, &inv) && !errors.As(err, &ref) {
 			return &RejectedError{What: what, Errs: []error{err}}
 		}
 	}

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"errors"
 	"flag"
+
+	"recond.dev/recond/reconcile/keys"
 )
 
 // BindFlags registers the flags of how the loop writes (prune, self-heal,
@@ -18,6 +20,9 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ApplyConcurrency, "apply-concurrency", 8, "most writes (and validating dry runs) made at once within one dependency wave")
 	fs.DurationVar(&c.HookTimeout, "helm-hook-timeout", DefaultHookTimeout, "how long a chart's pre- or post-install/upgrade hook may run (a Job until Complete, anything else until current) before it fails the revision with reason hook")
 	fs.DurationVar(&c.SuspendMax, "suspend-max", DefaultSuspendMax, "how long a suspension (recond suspend, POST /api/v1/suspend, or the recond.dev/suspended-until annotation on the inventory ConfigMap) lasts at most, and lasts when it names no end; the loop then resumes by itself")
+	fs.StringVar(&c.KeysSecret, "sops-keys-secret", keys.DefaultKeysSecret, "the name of the Secret that holds the SOPS age keys: reserved, so that no commit or chart hook writes, prunes or replaces it")
+	fs.IntVar(&c.HookMax, "helm-hook-max", DefaultHookMax, "most hooks one revision may have; a revision with more fails read with reason invalid")
+	fs.IntVar(&c.HookMaxBytes, "helm-hook-max-bytes", DefaultHookMaxBytes, "most bytes of hook objects one revision may have (and so of their state in the inventory ConfigMap); more fails read with reason invalid")
 	fs.DurationVar(&c.HealthTimeout, "health-timeout", DefaultHealthTimeout, "how long an object may stay in progress after recond last applied a change to it (or after it started progressing without one) before its health is failed (\"progress deadline\")")
 }
 
@@ -32,6 +37,8 @@ func (c *Config) Validate() error {
 		return errors.New("--apply-concurrency must be positive")
 	case c.SuspendMax <= 0:
 		return errors.New("--suspend-max must be positive")
+	case c.HookMax < 0 || c.HookMaxBytes < 0:
+		return errors.New("--helm-hook-max and --helm-hook-max-bytes must not be negative")
 	}
 	return nil
 }

@@ -13,17 +13,20 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/health"
+	"recond.dev/recond/reconcile/keys"
+	"recond.dev/recond/reconcile/writerule"
 )
 
 // The annotations of a chart's hooks (Helm's).
 const (
-	AnnotationHook       = "helm.sh/hook"
-	AnnotationHookWeight = "helm.sh/hook-weight"
-	AnnotationHookDelete = "helm.sh/hook-delete-policy"
+	AnnotationHook       = keys.AnnotationHook
+	AnnotationHookWeight = keys.AnnotationHookWeight
+	AnnotationHookDelete = keys.AnnotationHookDelete
 	// LabelHook marks the hook objects an instance created (value: the
 	// instance). They are not owned: never diffed, never pruned.
-	LabelHook = "recond.dev/hook"
+	LabelHook = keys.LabelHook
 )
 
 // Hook delete policies.
@@ -166,7 +169,10 @@ func parseHookState(v string) (*hookState, error) {
 // lower weights succeeded, and checks the started ones. It reports whether
 // every hook of the phase succeeded. Hooks still running are named in
 // st.HooksWaiting (the loop comes back after HookPoll); a failed one is a
-// *HookError. The state is saved in the inventory after every change.
+// *HookError. The state is saved in the inventory once per weight and
+// step (after the weight's hooks were started, after they were checked),
+// never once per hook: a revision's hooks cost a bounded number of
+// inventory writes, whatever their number.
 func (r *Reconciler) runHooks(ctx context.Context, st *State, hs *hookState, phase string) (bool, error) {
 	event := phase + "-" + hs.Event
 	var list []*hook
@@ -182,6 +188,24 @@ func (r *Reconciler) runHooks(ctx context.Context, st *State, hs *hookState, pha
 	if timeout <= 0 {
 		timeout = DefaultHookTimeout
 	}
+	// Before any hook of the phase starts, every one not started yet is
+	// judged by the write gate's rules: all the refusals are named at once,
+	// and none of the phase's hooks runs.
+	var pending []*hook
+	for _, h := range list {
+		if _, ok := hs.Started[h.key()]; !ok && !slices.Contains(hs.Done, h.key()) {
+			pending = append(pending, h)
+		}
+	}
+	var refusals []error
+	for _, p := range r.planHooks(ctx, st, pending) {
+		if p.err != nil {
+			refusals = append(refusals, &HookError{Hook: p.Hook, Event: event, Err: p.err})
+		}
+	}
+	if len(refusals) > 0 {
+		return false, rejected(fmt.Sprintf("%d of the revision's %s hooks refused (nothing of the phase started)", len(refusals), event), refusals)
+	}
 	for i := 0; i < len(list); {
 		j := i
 		for j < len(list) && list[j].weight == list[i].weight {
@@ -189,19 +213,46 @@ func (r *Reconciler) runHooks(ctx context.Context, st *State, hs *hookState, pha
 		}
 		group := list[i:j]
 		i = j
-		running := false
+		// Start the weight's hooks not started yet, then record them once.
+		started := 0
+		var startErr error
 		for _, h := range group {
 			k := h.key()
 			if slices.Contains(hs.Done, k) {
 				continue
 			}
-			if _, ok := hs.Started[k]; !ok {
-				if err := r.startHook(ctx, h, hs, event); err != nil {
-					return false, err
-				}
-				if err := r.saveHooks(ctx, st, hs); err != nil {
-					return false, err
-				}
+			if _, ok := hs.Started[k]; ok {
+				continue
+			}
+			if err := st.stopped(); err != nil {
+				startErr = err
+				break
+			}
+			if err := r.startHook(ctx, h, hs, event); err != nil {
+				startErr = err
+				break
+			}
+			started++
+		}
+		if started > 0 {
+			if err := r.saveHooks(ctx, st, hs); err != nil {
+				return false, err
+			}
+		}
+		if startErr != nil {
+			return false, startErr
+		}
+		// Check them all, then record what changed once.
+		running := false
+		var succeeded []*hook
+		var lives []*unstructured.Unstructured
+		var failed *HookError
+		var failedHook *hook
+		var failedLive *unstructured.Unstructured
+		for _, h := range group {
+			k := h.key()
+			if slices.Contains(hs.Done, k) {
+				continue
 			}
 			live, err := r.kube.Get(ctx, h.obj.GroupVersionKind(), h.obj.GetName())
 			if err != nil {
@@ -214,33 +265,42 @@ func (r *Reconciler) runHooks(ctx context.Context, st *State, hs *hookState, pha
 			switch status {
 			case health.Current:
 				hs.Done = append(hs.Done, k)
+				succeeded, lives = append(succeeded, h), append(lives, live)
 				r.log.InfoContext(ctx, "hook succeeded", "hook", k, "event", event, "revision", shortSHA(hs.Revision))
-				// Recorded before its object is deleted: a stop in between
-				// leaves a hook done, not one whose object is gone.
-				if err := r.saveHooks(ctx, st, hs); err != nil {
-					return false, err
-				}
-				if h.policy(hookSucceeded) {
-					if err := r.kube.Delete(ctx, h.obj.GroupVersionKind(), h.obj.GetName(), live.GetUID(), false); err != nil {
-						return false, err
-					}
-				}
 			case health.Failed:
-				herr := &HookError{Hook: k, Event: event, Err: &hookFailure{why}}
-				hs.Phase, hs.Failed, hs.FailedIn = "failed", herr.Error(), phase
-				if h.policy(hookFailed) && live != nil {
-					if err := r.kube.Delete(ctx, h.obj.GroupVersionKind(), h.obj.GetName(), live.GetUID(), false); err != nil {
-						return false, err
-					}
+				if failed == nil {
+					failed = &HookError{Hook: k, Event: event, Err: &hookFailure{why}}
+					failedHook, failedLive = h, live
 				}
-				if err := r.saveHooks(ctx, st, hs); err != nil {
-					return false, err
-				}
-				return false, herr
 			default:
 				running = true
 				st.HooksWaiting = append(st.HooksWaiting, k)
 			}
+		}
+		if failed != nil {
+			hs.Phase, hs.Failed, hs.FailedIn = "failed", failed.Error(), phase
+		}
+		if len(succeeded) > 0 || failed != nil {
+			// Recorded before their objects are deleted: a stop in between
+			// leaves a hook done, not one whose object is gone.
+			if err := r.saveHooks(ctx, st, hs); err != nil {
+				return false, err
+			}
+		}
+		for n, h := range succeeded {
+			if h.policy(hookSucceeded) {
+				if err := r.deleteHook(ctx, h, lives[n]); err != nil {
+					return false, err
+				}
+			}
+		}
+		if failed != nil {
+			if failedHook.policy(hookFailed) && failedLive != nil {
+				if err := r.deleteHook(ctx, failedHook, failedLive); err != nil {
+					return false, err
+				}
+			}
+			return false, failed
 		}
 		if running {
 			r.TriggerAfter(TriggerHook, HookPoll)
@@ -250,30 +310,36 @@ func (r *Reconciler) runHooks(ctx context.Context, st *State, hs *hookState, pha
 	return true, nil
 }
 
+// deleteHook deletes a hook's live object (its delete policies), through
+// the write gate: only a hook of this instance is ever deleted.
+func (r *Reconciler) deleteHook(ctx context.Context, h *hook, live *unstructured.Unstructured) error {
+	return r.kube.Delete(ctx, cluster.Write{Purpose: cluster.PurposeHook, Live: live})
+}
+
 // startHook creates hook h: with before-hook-creation (the default), the
-// object a previous run left is deleted first.
+// object a previous run left is deleted first. Both go through the write
+// gate as a hook's writes: an object that is not this instance's hook (an
+// owned object, another instance's, one made by hand, one marked
+// recond.dev/reconcile: disabled, a claim) is never replaced: the hook
+// fails with reason invalid, naming it.
 func (r *Reconciler) startHook(ctx context.Context, h *hook, hs *hookState, event string) error {
-	if err := r.mayWrite(); err != nil {
-		return err
-	}
 	k := h.key()
 	hctx, span := startSpan(ctx, "recond.hook", kindAttr(h.obj.GetKind()), attribute.String("k8s.name", h.obj.GetName()), attribute.String("recond.hook.event", event))
 	err := func() error {
-		if h.policy(hookBeforeCreation) {
-			old, err := r.kube.Get(hctx, h.obj.GroupVersionKind(), h.obj.GetName())
-			if err != nil {
+		old, err := r.kube.Get(hctx, h.obj.GroupVersionKind(), h.obj.GetName())
+		if err != nil {
+			return err
+		}
+		if old != nil && h.policy(hookBeforeCreation) {
+			if err := r.kube.Delete(hctx, cluster.Write{Purpose: cluster.PurposeHook, Live: old}); err != nil {
 				return err
 			}
-			if old != nil {
-				if err := r.kube.Delete(hctx, h.obj.GroupVersionKind(), h.obj.GetName(), old.GetUID(), false); err != nil {
-					return err
-				}
-				if err := r.waitGone(hctx, h); err != nil {
-					return err
-				}
+			if err := r.waitGone(hctx, h); err != nil {
+				return err
 			}
+			old = nil
 		}
-		_, err := r.kube.Apply(hctx, h.obj, false)
+		_, err = r.kube.ApplyFor(hctx, cluster.Write{Purpose: cluster.PurposeHook, Object: h.obj}, old)
 		return err
 	}()
 	endSpan(span, err)
@@ -411,4 +477,93 @@ func (r *Reconciler) hooksLogged(ctx context.Context, st *State) {
 		keys = append(keys, h.key()+" ("+strings.Join(h.events, ",")+")")
 	}
 	r.log.InfoContext(ctx, "revision has hooks", "revision", shortSHA(st.Revision), "hooks", keys)
+}
+
+// The default bounds of a revision's hooks (--helm-hook-max,
+// --helm-hook-max-bytes): every hook's state is kept in the inventory
+// ConfigMap while its revision's hooks run, so a chart that makes
+// thousands of hooks (a `range until` in a template) would make the
+// inventory, and etcd, grow with each one.
+const (
+	DefaultHookMax      = 100
+	DefaultHookMaxBytes = 64 << 10
+)
+
+// checkHookBudget refuses a revision whose hooks pass the bounds: their
+// number, or the size of their state in the inventory once every one has
+// started and succeeded. Read fails with reason invalid, before anything
+// is written.
+func (r *Reconciler) checkHookBudget(hooks []*hook) error {
+	max, maxBytes := r.cfg.HookMax, r.cfg.HookMaxBytes
+	if max <= 0 {
+		max = DefaultHookMax
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultHookMaxBytes
+	}
+	if len(hooks) > max {
+		return Invalidf("the revision has %d hooks, more than --helm-hook-max (%d)", len(hooks), max)
+	}
+	full := &hookState{Revision: strings.Repeat("0", 64), Event: "upgrade", Phase: "post", Started: map[string]time.Time{}}
+	at := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, h := range hooks {
+		full.Started[h.key()] = at
+		full.Done = append(full.Done, h.key())
+	}
+	if n := len(full.encode()); n > maxBytes {
+		return Invalidf("the revision's %d hooks need %d bytes of state in the inventory, more than --helm-hook-max-bytes (%d)", len(hooks), n, maxBytes)
+	}
+	return nil
+}
+
+// HookPlan is what one hook of a revision would do.
+type HookPlan struct {
+	// Hook is "Kind/name"; Events what it runs for ("pre-install"), and
+	// Weight its order within them.
+	Hook   string   `json:"hook"`
+	Events []string `json:"events"`
+	Weight int      `json:"weight"`
+	// Deletes is the object an earlier run left that it deletes first
+	// (before-hook-creation), "Kind/name".
+	Deletes string `json:"deletes,omitempty"`
+	// Refused is why the write gate would refuse it ("": it would not).
+	Refused string `json:"refused,omitempty"`
+	err     error
+}
+
+func (p HookPlan) String() string {
+	s := fmt.Sprintf("hook %s (%s, weight %d): creates %s", p.Hook, strings.Join(p.Events, ","), p.Weight, p.Hook)
+	if p.Deletes != "" {
+		s += ", after deleting the " + p.Deletes + " an earlier run left"
+	}
+	if p.Refused != "" {
+		s += "; refused: " + p.Refused
+	}
+	return s
+}
+
+// planHooks says what each of hooks would do, by the write gate's own
+// rules (writerule.Check) over the object each would create and the one it
+// would replace: nothing is written.
+func (r *Reconciler) planHooks(ctx context.Context, st *State, hooks []*hook) []HookPlan {
+	out := make([]HookPlan, 0, len(hooks))
+	for _, h := range hooks {
+		p := HookPlan{Hook: h.key(), Events: h.events, Weight: h.weight}
+		live, err := r.kube.Get(ctx, h.obj.GroupVersionKind(), h.obj.GetName())
+		if err == nil {
+			if live != nil && h.policy(hookBeforeCreation) {
+				p.Deletes = live.GetKind() + "/" + live.GetName()
+				err = writerule.Check(r.policy(), cluster.Write{Purpose: cluster.PurposeHook, Verb: cluster.VerbDelete, GVK: live.GroupVersionKind(), Name: live.GetName(), Live: live})
+				live = nil
+			}
+			if err == nil {
+				err = writerule.Check(r.policy(), cluster.Write{Purpose: cluster.PurposeHook, Verb: cluster.VerbApply, GVK: h.obj.GroupVersionKind(), Name: h.obj.GetName(), Object: h.obj, Live: live})
+			}
+		}
+		if err != nil {
+			p.err, p.Refused = err, err.Error()
+		}
+		out = append(out, p)
+	}
+	return out
 }

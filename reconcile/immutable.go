@@ -13,7 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/keys"
+	"recond.dev/recond/reconcile/writerule"
 )
 
 // AnnotationForce "recreate", on an object in Git: a change the API server
@@ -22,10 +25,7 @@ import (
 // by deleting the object (foreground: its dependents first) and creating
 // it anew, within the tick. Never for a PersistentVolumeClaim: its data
 // would go with it.
-const AnnotationForce = "recond.dev/force"
-
-// neverRecreated are the kinds recond.dev/force: recreate never deletes.
-var neverRecreated = []string{"PersistentVolumeClaim"}
+const AnnotationForce = keys.AnnotationForce
 
 // ImmutableError is an update the API server refused because it changes
 // fields that cannot change once set: the object and the fields, from the
@@ -130,42 +130,24 @@ func (r *Reconciler) immutable(ctx context.Context, c diff.Change, err error) (e
 }
 
 // mayRecreate says why live may not be deleted to be recreated ("": it
-// may): never a PersistentVolumeClaim, nor an object whose foreground
-// deletion would take claims with it (a StatefulSet that deletes its
-// claims with it; any object that owns a claim).
+// may), by the write gate's own rules (a recreate's delete is admitted by
+// the same): never a claim, an object this instance does not own, one
+// marked to be kept, nor one whose foreground deletion would take claims
+// with it, directly or through any chain of owners.
 func (r *Reconciler) mayRecreate(ctx context.Context, live *unstructured.Unstructured) string {
-	kind := live.GetKind()
-	if slices.Contains(neverRecreated, kind) {
-		return "is never applied to a " + kind + " (its data would be lost)"
-	}
-	if kind == "StatefulSet" {
-		if p, _, _ := unstructured.NestedString(live.Object, "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted"); p == "Delete" {
-			return "is not applied to a StatefulSet whose persistentVolumeClaimRetentionPolicy deletes its claims with it"
+	w := cluster.Write{Purpose: cluster.PurposeRecreate, Verb: cluster.VerbDelete, GVK: live.GroupVersionKind(), Name: live.GetName(), Live: live}
+	var ref *writerule.Refusal
+	if err := writerule.Check(r.policy(), w); errors.As(err, &ref) {
+		if ref.Rule == "claims" {
+			return ref.Why
 		}
-		return ""
+		return "is not applied: " + ref.Why
 	}
-	if slices.Contains(ownsNoClaims, kind) {
-		return ""
-	}
-	claims, err := r.kube.List(ctx, pvcGVK, "")
-	if err != nil {
-		return "is not applied: recond cannot tell whether the object owns PersistentVolumeClaims (" + err.Error() + ")"
-	}
-	for _, pvc := range claims {
-		for _, o := range pvc.GetOwnerReferences() {
-			if o.UID == live.GetUID() {
-				return "is not applied: it owns PersistentVolumeClaim " + pvc.GetName() + ", which its deletion would take with it"
-			}
-		}
+	if why := r.takesClaims(ctx, live); why != "" {
+		return "is not applied: " + why
 	}
 	return ""
 }
-
-// ownsNoClaims are the kinds whose foreground deletion cannot take a
-// PersistentVolumeClaim with it (their Pods' generic ephemeral volumes are
-// meant to go with the Pods).
-var ownsNoClaims = []string{"Deployment", "ReplicaSet", "DaemonSet", "Job", "CronJob", "Pod", "Service", "ConfigMap", "Secret",
-	"ServiceAccount", "Ingress", "NetworkPolicy", "PodDisruptionBudget", "HorizontalPodAutoscaler", "Role", "RoleBinding"}
 
 var pvcGVK = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
 
@@ -173,9 +155,8 @@ var pvcGVK = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim
 // that object, by UID), waits until it is gone, and creates the desired
 // one, all within ctx (the tick's deadline).
 func (r *Reconciler) recreate(ctx context.Context, c diff.Change) (*unstructured.Unstructured, error) {
-	gvk := c.Live.GroupVersionKind()
 	dctx, span := startSpan(ctx, "recond.recreate", kindAttr(c.Kind), attribute.String("k8s.name", c.Name))
-	err := r.kube.DeleteForeground(dctx, gvk, c.Name, c.Live.GetUID())
+	err := r.kube.DeleteForeground(dctx, c.Live)
 	if err == nil {
 		err = r.waitDeleted(dctx, c.Live)
 	}
@@ -184,7 +165,7 @@ func (r *Reconciler) recreate(ctx context.Context, c diff.Change) (*unstructured
 		return nil, fmt.Errorf("recreate %s/%s (%s: recreate): %w", c.Kind, c.Name, AnnotationForce, err)
 	}
 	r.log.InfoContext(ctx, "deleted to recreate: an immutable field changed", "kind", c.Kind, "name", c.Name)
-	return r.kube.Apply(ctx, c.Desired, false)
+	return r.kube.ApplyFor(ctx, cluster.Write{Purpose: cluster.PurposeRecreate, Object: c.Desired}, nil)
 }
 
 // waitDeleted polls until the object with live's UID no longer exists.

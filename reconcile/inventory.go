@@ -274,7 +274,7 @@ func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory) error {
 	}
 	cm := r.inventoryObject()
 	cm.Object["data"] = inv.data()
-	out, err := r.kube.Apply(ctx, cm, false)
+	out, err := r.kube.ApplyFor(ctx, cluster.Write{Purpose: cluster.PurposeInventory, Object: cm}, nil)
 	if err != nil {
 		return fmt.Errorf("write inventory: %w", err)
 	}

@@ -1,36 +1,35 @@
 package reconcile
 
 import (
-	"strings"
-
 	"k8s.io/apimachinery/pkg/labels"
 
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/keys"
 )
 
 // The labels and annotations recond puts on every object it applies. They
 // are a contract: users select on them and pruning depends on them.
 const (
 	// LabelManagedBy marks objects recond owns; its value is ManagedByValue.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelManagedBy = keys.LabelManagedBy
 	// ManagedByValue is the value of LabelManagedBy.
-	ManagedByValue = "recond"
+	ManagedByValue = keys.ManagedByValue
 	// LabelInstance holds --name, so that two recond instances in one
 	// namespace never prune each other's objects.
-	LabelInstance = "recond.dev/instance"
+	LabelInstance = keys.LabelInstance
 	// AnnotationRevision is the commit SHA at which the object was last
 	// applied. It is not compared by the diff: an object unchanged by a new
 	// commit keeps the revision it was last written at.
-	AnnotationRevision = "recond.dev/revision"
+	AnnotationRevision = keys.AnnotationRevision
 	// AnnotationSource is "<repository URL without credentials>#<path>".
-	AnnotationSource = "recond.dev/source"
+	AnnotationSource = keys.AnnotationSource
 	// AnnotationMaskedFields names, on an object that holds a value recond
 	// decrypted, the fields that hold one (paths, never values): every
 	// later difference in them is masked (docs/secrets.md).
 	AnnotationMaskedFields = diff.MaskedFieldsAnnotation
 	// LabelInventory marks the ConfigMap in which an instance records the
 	// kinds it has applied and the last revision it applied in full.
-	LabelInventory = "recond.dev/inventory"
+	LabelInventory = keys.LabelInventory
 )
 
 // Name prefixes recond keeps for its own objects in the namespace: its
@@ -38,28 +37,20 @@ const (
 // object with one of them, whatever its kind, so that no repository can
 // overwrite another instance's state.
 const (
-	InventoryPrefix = "recond-inventory-"
-	LeasePrefix     = "recond-leader-"
+	InventoryPrefix = keys.InventoryPrefix
+	LeasePrefix     = keys.LeasePrefix
 	// SeedPrefix names the Secret that holds the instance's seed for the
 	// random functions of a chart's templates: recond-seed-<name>.
-	SeedPrefix = "recond-seed-"
+	SeedPrefix = keys.SeedPrefix
 )
-
-// reservedPrefixes lists every name prefix recond uses for itself.
-var reservedPrefixes = []string{InventoryPrefix, LeasePrefix, SeedPrefix}
 
 // LeaseName is the name of the Lease that instance's leader holds.
 func LeaseName(instance string) string { return LeasePrefix + instance }
 
-// reservedName reports the reserved prefix name starts with, or "".
-func reservedName(name string) string {
-	for _, p := range reservedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return p
-		}
-	}
-	return ""
-}
+// reservedName reports the reserved prefix name starts with, or the
+// reserved name it is (the SOPS keys Secret), or "": the write gate's rule
+// (writerule.Policy.Reserved), read early.
+func (r *Reconciler) reservedName(name string) string { return r.policy().Reserved(name) }
 
 // ownerSelector selects the objects instance owns.
 func ownerSelector(instance string) string {

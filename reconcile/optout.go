@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"recond.dev/recond/reconcile/keys"
 )
 
 // The per-object opt-outs: annotations an object carries in Git (and, for
@@ -14,16 +16,16 @@ import (
 const (
 	// AnnotationReconcile "disabled": the object is neither written, healed
 	// nor pruned; it is counted and listed as skipped.
-	AnnotationReconcile = "recond.dev/reconcile"
+	AnnotationReconcile = keys.AnnotationReconcile
 	// AnnotationApply "create-only": created when missing, never updated.
-	AnnotationApply = "recond.dev/apply"
+	AnnotationApply = keys.AnnotationApply
 	// AnnotationPrune "disabled": never deleted; when it leaves Git it
 	// loses recond's labels (it is orphaned), with an Event.
-	AnnotationPrune = "recond.dev/prune"
+	AnnotationPrune = keys.AnnotationPrune
 	// AnnotationIgnoreFields is a comma-separated list of JSON pointers
 	// (RFC 6901) to fields that are neither compared nor sent, so that
 	// another manager may own them: "/spec/replicas,/data/generated".
-	AnnotationIgnoreFields = "recond.dev/ignore-fields"
+	AnnotationIgnoreFields = keys.AnnotationIgnoreFields
 )
 
 // SkipReason says why the loop left an object, or part of one, alone. The

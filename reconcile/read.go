@@ -245,7 +245,7 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 		}
 		gvk := obj.GroupVersionKind()
 		id := fmt.Sprintf("%s/%s", gvk.Kind, obj.GetName())
-		if p := reservedName(obj.GetName()); p != "" {
+		if p := r.reservedName(obj.GetName()); p != "" {
 			return Invalidf("%s: %s: names starting with %q are recond's own (its inventory and its Lease); rename the object", m.File, id, p)
 		}
 		mapping, err := r.kube.Mapping(gvk)
@@ -287,6 +287,9 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 			}
 			once[objectKey(obj)] = m.Generated
 		}
+	}
+	if err := r.checkHookBudget(hooks); err != nil {
+		return err
 	}
 	st.Desired, st.Hooks, st.Generated, st.Ignored = desired, hooks, once, ignored
 	st.Counts.Desired, st.Counts.GeneratedOnce = len(desired), len(once)

@@ -95,6 +95,14 @@ type Config struct {
 	// SuspendMax is how long a suspension lasts at most (and without an
 	// end of its own); 0 means DefaultSuspendMax.
 	SuspendMax time.Duration
+	// KeysSecret is the name of the Secret that holds the SOPS keys
+	// (--sops-keys-secret): reserved, like recond's own objects, so that no
+	// commit or hook writes, prunes or replaces it. Empty: recond-sops.
+	KeysSecret string
+	// HookMax and HookMaxBytes bound a revision's hooks: their number, and
+	// the bytes of their state in the inventory; 0: the defaults.
+	HookMax      int
+	HookMaxBytes int
 }
 
 // Observer is told about every tick and phase. Metrics, tracing and logs
@@ -159,6 +167,8 @@ type Reconciler struct {
 	suspend suspensionMemo
 	// misspelt are the live opt-out annotations already warned about.
 	misspelt sync.Map
+	// gate is asked before every write (gate.go).
+	gate *writeGate
 }
 
 // renderCache is a decorated desired set and the revision it was rendered
@@ -190,6 +200,10 @@ func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observe
 		equivalent: newEquivalence(), salt: salt, heal: newHealer(), abandonAfter: AbandonAfter}
 	if r.live == nil {
 		r.live = kube
+	}
+	r.gate = newWriteGate(r)
+	if kube != nil {
+		kube.SetGate(r.gate)
 	}
 	return r
 }

@@ -252,6 +252,10 @@ type Result struct {
 	// HooksWaiting are the chart hooks ("Kind/name") still running when
 	// the tick ended: the revision's main wave waits for them.
 	HooksWaiting []string
+	// Hooks is what each hook of the revision would do (a plan: recond
+	// diff, --dry-run): create its object, delete the one an earlier run
+	// left first, or be refused by the write gate.
+	Hooks []HookPlan `json:",omitempty"`
 	// Chart is the Helm chart the revision rendered (name, version, values
 	// files), when --path holds one; nil otherwise.
 	Chart    *source.Chart

@@ -81,6 +81,8 @@ type State struct {
 	// suspension (suspend.go); suspensionRead is set once they were read.
 	suspension     suspensionState
 	suspensionRead bool
+	// tick is the tick's number.
+	tick uint64
 
 	// recreates are the objects this tick's apply deletes and creates
 	// anew (recond.dev/force: recreate).

@@ -12,6 +12,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"recond.dev/recond/reconcile/cluster"
+	"recond.dev/recond/reconcile/keys"
 )
 
 // The annotations on an instance's inventory ConfigMap that hold its
@@ -23,11 +26,11 @@ const (
 	// (RFC 3339). Missing, unreadable or further than --suspend-max away
 	// while another suspension annotation is set, it is written as
 	// --suspend-max from when recond first saw the suspension.
-	AnnotationSuspendedUntil = "recond.dev/suspended-until"
+	AnnotationSuspendedUntil = keys.AnnotationSuspendedUntil
 	// AnnotationSuspendReason says why, in the operator's words.
-	AnnotationSuspendReason = "recond.dev/suspend-reason"
+	AnnotationSuspendReason = keys.AnnotationSuspendReason
 	// AnnotationSuspendedBy says who.
-	AnnotationSuspendedBy = "recond.dev/suspended-by"
+	AnnotationSuspendedBy = keys.AnnotationSuspendedBy
 )
 
 // suspendAnnotations are the annotations of a suspension.
@@ -205,6 +208,9 @@ func (r *Reconciler) freshSuspension(ctx context.Context, st *State) error {
 		return err
 	}
 	r.noteSuspension(st, cm)
+	// Read from the API server by a tick that started after a suspension
+	// asked of this process: the reading now decides.
+	r.gate.settled(st.tick)
 	return nil
 }
 
@@ -267,7 +273,8 @@ func (r *Reconciler) patchInventoryAnnotations(ctx context.Context, ann map[stri
 	if err != nil {
 		return err
 	}
-	if _, err := r.kube.MergePatch(ctx, configMapGVK, inventoryName(r.cfg.Name), patch, suspendManager); err != nil {
+	w := cluster.Write{Purpose: cluster.PurposeSuspension, GVK: configMapGVK, Name: inventoryName(r.cfg.Name)}
+	if _, err := r.kube.MergePatch(ctx, w, patch, suspendManager); err != nil {
 		return fmt.Errorf("write the suspension on the inventory: %w", err)
 	}
 	return nil
@@ -296,7 +303,7 @@ func CheckSuspendFor(d time.Duration) error {
 // reason, writing the annotations on its inventory ConfigMap (created when
 // missing). The next tick writes nothing; call Request for it to come at
 // once.
-func (r *Reconciler) Suspend(ctx context.Context, by, reason string, d time.Duration) (*Suspension, error) {
+func (r *Reconciler) Suspend(ctx context.Context, by, reason string, d time.Duration) (*Suspended, error) {
 	reason, by = strings.TrimSpace(reason), strings.TrimSpace(by)
 	max := r.suspendMax()
 	switch {
@@ -325,11 +332,35 @@ func (r *Reconciler) Suspend(ctx context.Context, by, reason string, d time.Dura
 		AnnotationSuspendReason:  reason,
 		AnnotationSuspendedBy:    by,
 	})
-	if _, err := r.kube.ApplyAs(ctx, cm, suspendManager); err != nil {
+	// From now on this process writes no object, before the annotations
+	// are even written: a tick writing now stops at its next write.
+	finished := r.gate.holdWrites(s, r.Progress().Started)
+	if _, err := r.kube.ApplyAs(ctx, cluster.Write{Purpose: cluster.PurposeSuspension, Object: cm}, suspendManager); err != nil {
+		r.gate.release()
 		return nil, fmt.Errorf("write the suspension on the inventory: %w", err)
 	}
-	r.log.InfoContext(ctx, "suspended", "by", by, "reason", reason, "until", s.Until.Format(time.RFC3339))
-	return s, nil
+	// Answered once the writes in flight returned: after the answer,
+	// nothing more is written.
+	dctx, cancel := context.WithTimeout(ctx, suspendDrainMax)
+	defer cancel()
+	after, err := r.gate.drain(dctx, finished)
+	if err != nil {
+		return nil, fmt.Errorf("suspended, but writes still in flight after %s: %w", suspendDrainMax, err)
+	}
+	r.log.InfoContext(ctx, "suspended", "by", by, "reason", reason, "until", s.Until.Format(time.RFC3339), "writes_after_request", after)
+	return &Suspended{Suspension: s, WritesAfterRequest: after}, nil
+}
+
+// suspendDrainMax bounds how long Suspend waits for the writes in flight
+// (each is one request, bounded by the client's own timeout).
+const suspendDrainMax = time.Minute
+
+// Suspended is what Suspend did: the suspension in force, and how many
+// writes of the namespace's objects returned after the request (they were
+// in flight when it came: at most --apply-concurrency; none starts after).
+type Suspended struct {
+	*Suspension
+	WritesAfterRequest int64
 }
 
 // Resume ends the instance's suspension, by by: the annotations are
@@ -361,7 +392,9 @@ func (r *Reconciler) Resume(ctx context.Context, by string) error {
 	}
 	r.suspend.mu.Lock()
 	r.suspend.resumedBy = by
+	r.suspend.last = nil
 	r.suspend.mu.Unlock()
+	r.gate.release()
 	r.log.InfoContext(ctx, "resumed", "by", by)
 	return nil
 }

@@ -69,7 +69,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	for _, o := range r.observers {
 		ctx = o.TickStart(ctx)
 	}
-	st := &State{cfg: r.cfg, ctx: ctx, stop: ctx.Done(), recreates: &keySet{}, trigger: why}
+	st := &State{cfg: r.cfg, ctx: ctx, stop: ctx.Done(), recreates: &keySet{}, trigger: why, tick: id}
 	lc, costs := r.live.(LiveCost)
 	var before ObserveCost
 	if costs {
@@ -128,6 +128,9 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	}
 	res.BackingOff = st.BackingOff
 	res.Revision, res.Fetched, res.Superseded, res.HooksWaiting, res.Chart = st.Revision, st.Fetched, st.Superseded, st.HooksWaiting, st.Chart
+	if (planOnly || r.cfg.DryRun) && len(st.Hooks) > 0 {
+		res.Hooks = r.planHooks(ctx, st, st.Hooks)
+	}
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
 	res.Rejected, res.RevisionApplied, res.Health = st.Rejected, st.RevisionApplied, st.Health

@@ -526,6 +526,9 @@ type diffJSON struct {
 	Changes  []changeJSON `json:"changes"`
 	// Skipped are the objects a per-object opt-out holds back.
 	Skipped []reconcile.Skip `json:"skipped,omitempty"`
+	// Hooks are what each of the revision's chart hooks would create and
+	// delete, and what the write gate would refuse.
+	Hooks []reconcile.HookPlan `json:"hooks,omitempty"`
 }
 
 type changeJSON struct {
@@ -544,7 +547,7 @@ func (a *app) diff(ctx context.Context, stdout io.Writer) int {
 		return 2
 	}
 	if a.opts.output == "json" {
-		out := diffJSON{Revision: r.Revision, Changes: []changeJSON{}, Skipped: r.Skipped}
+		out := diffJSON{Revision: r.Revision, Changes: []changeJSON{}, Skipped: r.Skipped, Hooks: r.Hooks}
 		for _, c := range r.Changes {
 			out.Changes = append(out.Changes, changeJSON{Kind: c.Kind, Name: c.Name, Action: c.Action, Fields: c.Fields})
 		}
@@ -560,6 +563,9 @@ func (a *app) diff(ctx context.Context, stdout io.Writer) int {
 		}
 		for _, s := range r.Skipped {
 			fmt.Fprintln(stdout, "skipped "+s.String())
+		}
+		for _, h := range r.Hooks {
+			fmt.Fprintln(stdout, h.String())
 		}
 	}
 	if len(r.Changes) > 0 {

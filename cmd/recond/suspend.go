@@ -41,6 +41,10 @@ type resumeRequest struct {
 type suspendAnswer struct {
 	Suspended  bool                  `json:"suspended"`
 	Suspension *reconcile.Suspension `json:"suspension,omitempty"`
+	// WritesAfterRequest is how many writes the running tick made after
+	// the suspend request (in flight when it came); the answer comes once
+	// they returned, and nothing is written after it.
+	WritesAfterRequest *int64 `json:"writesAfterRequest,omitempty"`
 	Tick       uint64                `json:"tick"`
 	Status     string                `json:"status"`
 }
@@ -108,7 +112,7 @@ func (s *suspendAPI) handler(resume bool) http.Handler {
 				s.fail(w, err)
 				return
 			}
-			ans.Suspended, ans.Suspension = true, sus
+			ans.Suspended, ans.Suspension, ans.WritesAfterRequest = true, sus.Suspension, &sus.WritesAfterRequest
 		}
 		// A tick now shows it (the page, the metrics, the Event).
 		ans.Tick = s.rec.Request(reconcile.TriggerManual, trace.SpanContextFromContext(r.Context()))

@@ -87,7 +87,13 @@ func (c *Client) Seed(ctx context.Context, name string, create bool) ([]byte, er
 			"type":      "Opaque",
 			"data":      map[string]any{seedKey: base64.StdEncoding.EncodeToString(b)},
 		}}
-		if _, err := res.Create(ctx, obj, metav1.CreateOptions{FieldManager: "recond"}); err != nil && !apierrors.IsAlreadyExists(err) {
+		done, err := c.admit(ctx, Write{Purpose: PurposeSeed, Verb: VerbCreate, GVK: obj.GroupVersionKind(), Name: name, Object: obj})
+		if err != nil {
+			return nil, fmt.Errorf("create secret %s: %w", name, err)
+		}
+		_, err = res.Create(ctx, obj, metav1.CreateOptions{FieldManager: "recond"})
+		done()
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create secret %s: %w", name, err)
 		}
 		// Read back what the server holds: another process may have won.

@@ -51,6 +51,9 @@ type Client struct {
 	// sensitive tells the objects that hold a decrypted value, whose
 	// errors are concealed like a Secret's (ConcealErrorsOf).
 	sensitive atomic.Pointer[Sensitive]
+
+	// gate is asked before every write (gate.go); nil: no write is made.
+	gate Gate
 }
 
 // Sensitive is what recond decrypted: which objects hold a decrypted
@@ -210,13 +213,36 @@ func (c *Client) Get(ctx context.Context, gvk schema.GroupVersionKind, name stri
 // wins). With dryRun the server validates and returns the result without
 // persisting it.
 func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	if !dryRun {
+		return c.ApplyFor(ctx, Write{Purpose: PurposeApply, Object: obj}, nil)
+	}
+	return c.apply(ctx, obj, nil)
+}
+
+// ApplyFor is Apply (not a dry run) for w's purpose, with live the object
+// as recond last saw it (nil: absent, or not known): the gate judges the
+// write by both.
+func (c *Client) ApplyFor(ctx context.Context, w Write, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	w.Verb, w.GVK, w.Name, w.Live = VerbApply, w.Object.GroupVersionKind(), w.Object.GetName(), live
+	return c.apply(ctx, w.Object, &w)
+}
+
+// apply applies obj: with w, a write the gate admits first; without, a
+// dry run.
+func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, w *Write) (*unstructured.Unstructured, error) {
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	if w != nil {
+		done, err := c.admit(ctx, *w)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+	} else {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
 	ri, _, err := c.resource(obj.GroupVersionKind())
 	if err != nil {
 		return nil, err
-	}
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	out, err := ri.Apply(ctx, obj.GetName(), obj, opts)
 	if err != nil {
@@ -239,6 +265,11 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, dryR
 // An object already gone is not an error.
 func (c *Client) Prune(ctx context.Context, live *unstructured.Unstructured) error {
 	gvk, name := live.GroupVersionKind(), live.GetName()
+	done, err := c.admit(ctx, Write{Purpose: PurposePrune, Verb: VerbDelete, GVK: gvk, Name: name, Live: live})
+	if err != nil {
+		return err
+	}
+	defer done()
 	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return err
@@ -257,10 +288,16 @@ func (c *Client) Prune(ctx context.Context, live *unstructured.Unstructured) err
 	return nil
 }
 
-// DeleteForeground deletes one object, its dependents first (foreground
-// propagation), only while it has uid. An object already gone is not an
-// error.
-func (c *Client) DeleteForeground(ctx context.Context, gvk schema.GroupVersionKind, name string, uid types.UID) error {
+// DeleteForeground deletes live, its dependents first (foreground
+// propagation), only while it has live's UID, to recreate it. An object
+// already gone is not an error.
+func (c *Client) DeleteForeground(ctx context.Context, live *unstructured.Unstructured) error {
+	gvk, name, uid := live.GroupVersionKind(), live.GetName(), live.GetUID()
+	done, err := c.admit(ctx, Write{Purpose: PurposeRecreate, Verb: VerbDelete, GVK: gvk, Name: name, Live: live})
+	if err != nil {
+		return err
+	}
+	defer done()
 	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return err
@@ -276,7 +313,14 @@ func (c *Client) DeleteForeground(ctx context.Context, gvk schema.GroupVersionKi
 // ApplyAs server-side applies obj as manager (not recond's own field
 // manager: what it sets is never removed by recond's applies), forcing
 // conflicts.
-func (c *Client) ApplyAs(ctx context.Context, obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+func (c *Client) ApplyAs(ctx context.Context, w Write, manager string) (*unstructured.Unstructured, error) {
+	obj := w.Object
+	w.Verb, w.GVK, w.Name = VerbApply, obj.GroupVersionKind(), obj.GetName()
+	done, err := c.admit(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ri, _, err := c.resource(obj.GroupVersionKind())
 	if err != nil {
 		return nil, err
@@ -289,8 +333,15 @@ func (c *Client) ApplyAs(ctx context.Context, obj *unstructured.Unstructured, ma
 }
 
 // MergePatch applies a JSON merge patch (RFC 7386: a null removes a key)
-// to one object, as manager.
-func (c *Client) MergePatch(ctx context.Context, gvk schema.GroupVersionKind, name string, patch []byte, manager string) (*unstructured.Unstructured, error) {
+// to the object w names, as manager.
+func (c *Client) MergePatch(ctx context.Context, w Write, patch []byte, manager string) (*unstructured.Unstructured, error) {
+	w.Verb = VerbPatch
+	gvk, name := w.GVK, w.Name
+	done, err := c.admit(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return nil, err
@@ -302,10 +353,17 @@ func (c *Client) MergePatch(ctx context.Context, gvk schema.GroupVersionKind, na
 	return out, nil
 }
 
-// Delete deletes one object with background propagation. uid, when set, is a
-// precondition: an object re-created since it was observed is left alone.
-// An object already gone is not an error.
-func (c *Client) Delete(ctx context.Context, gvk schema.GroupVersionKind, name string, uid types.UID, dryRun bool) error {
+// Delete deletes w.Live with background propagation, for w's purpose, only
+// while it has its UID: an object re-created since it was observed is left
+// alone. An object already gone is not an error.
+func (c *Client) Delete(ctx context.Context, w Write) error {
+	w.Verb, w.GVK, w.Name = VerbDelete, w.Live.GroupVersionKind(), w.Live.GetName()
+	gvk, name, uid := w.GVK, w.Name, w.Live.GetUID()
+	done, err := c.admit(ctx, w)
+	if err != nil {
+		return err
+	}
+	defer done()
 	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return err
@@ -314,9 +372,6 @@ func (c *Client) Delete(ctx context.Context, gvk schema.GroupVersionKind, name s
 	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
-	}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	if err := ri.Delete(ctx, name, opts); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s/%s: %w", gvk.Kind, name, err)
