@@ -24,6 +24,10 @@ const (
 	// AnnotationMaskedFields names, on an object that holds a value recond
 	// decrypted, the fields that hold one (paths, never values).
 	AnnotationMaskedFields = "recond.dev/masked-fields"
+	// AnnotationGeneratedInputs records, on a chart's object with
+	// generated-once fields, a fingerprint of each such field's ordinary
+	// inputs: the field is written again when they change.
+	AnnotationGeneratedInputs = "recond.dev/generated-inputs"
 	// LabelInventory marks the ConfigMap in which an instance records the
 	// kinds it has applied and the last revision it applied in full.
 	LabelInventory = "recond.dev/inventory"

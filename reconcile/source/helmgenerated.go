@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"recond.dev/recond/reconcile/keys"
 )
 
 // AnnotationGeneratedInputs records, on a chart's object with generated-once
@@ -22,7 +24,7 @@ import (
 // live value only while its fingerprint is the one the live object
 // records (GeneratedInputsChanged); an object without one (applied before
 // recond recorded them) keeps its values.
-const AnnotationGeneratedInputs = "recond.dev/generated-inputs"
+const AnnotationGeneratedInputs = keys.AnnotationGeneratedInputs
 
 // generatedInputs is the AnnotationGeneratedInputs value of an object whose
 // fields paths the key and certificate makers reached, from its form in the
