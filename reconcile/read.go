@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"recond.dev/recond/internal/redact"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/source"
 )
@@ -162,7 +163,7 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 		prev = r.rendered.prev // rendered again (new keys): the same revision
 	}
 	r.mu.Unlock()
-	sensitive := diff.NewSensitive(values)
+	sensitive := redact.New(values)
 	// Names are checked for the values of 8 characters or more: a shorter
 	// one (a user name "shop") may well be part of a name by chance.
 	var long []string
@@ -173,9 +174,9 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 	}
 	if err := decorateEach(r, st, manifests, long); err != nil {
 		// No error of the checks quotes a decrypted value.
-		return redacted(err, sensitive)
+		return sensitive.Error(err)
 	}
-	st.sensitive = diff.NewSensitive(values, prev)
+	st.sensitive = redact.New(values, prev)
 	r.concealErrors(st.sensitive)
 	markMasked(st.sensitive, st.Desired, st.Hooks)
 	// Only a render that passed every check is kept; the phases after read
@@ -208,27 +209,6 @@ func identityError(file string, u *unstructured.Unstructured, values []string) e
 	}
 	return nil
 }
-
-// redacted is err with every decrypted value removed from its text.
-func redacted(err error, s *diff.Sensitive) error {
-	if s == nil || err == nil {
-		return err
-	}
-	if text := s.Redact(err.Error()); text != err.Error() {
-		return &redactedError{text: text, err: err}
-	}
-	return err
-}
-
-// redactedError shows a redacted text and unwraps to the error (its
-// reason is classified from it).
-type redactedError struct {
-	text string
-	err  error
-}
-
-func (e *redactedError) Error() string { return e.text }
-func (e *redactedError) Unwrap() error { return e.err }
 
 // decorateEach checks and decorates every rendered object into st.
 func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensitive []string) error {
@@ -300,7 +280,7 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 // fields that hold one (diff.MaskedFieldsAnnotation): a later process
 // that no longer knows the value still masks those fields of the live
 // object.
-func markMasked(s *diff.Sensitive, desired []*unstructured.Unstructured, hooks []*hook) {
+func markMasked(s *redact.Set, desired []*unstructured.Unstructured, hooks []*hook) {
 	if s == nil {
 		return
 	}
@@ -309,7 +289,7 @@ func markMasked(s *diff.Sensitive, desired []*unstructured.Unstructured, hooks [
 		objs = append(objs, h.obj)
 	}
 	for _, obj := range objs {
-		if f := s.Fields(obj.Object); f != nil {
+		if f := diff.Fields(s, obj.Object); f != nil {
 			ann := obj.GetAnnotations()
 			if ann == nil {
 				ann = map[string]string{}
@@ -338,7 +318,7 @@ func (r *Reconciler) keysChanged(st *State, sha string) bool {
 
 // concealErrors makes the API server's messages about objects that hold a
 // decrypted value concealed like a Secret's (cluster.ConcealErrorsOf).
-func (r *Reconciler) concealErrors(s *diff.Sensitive) {
+func (r *Reconciler) concealErrors(s *redact.Set) {
 	if s == nil {
 		r.kube.ConcealErrorsOf(nil)
 		return
@@ -346,11 +326,21 @@ func (r *Reconciler) concealErrors(s *diff.Sensitive) {
 	r.kube.ConcealErrorsOf(concealed{s})
 }
 
-// concealed is a diff.Sensitive as the cluster client asks for it.
-type concealed struct{ s *diff.Sensitive }
+// concealed is a value set as the cluster client asks for it.
+type concealed struct{ s *redact.Set }
 
 func (c concealed) Holds(u *unstructured.Unstructured) bool { return c.s.In(u.Object) }
 func (c concealed) Redact(text string) string               { return c.s.Redact(text) }
+
+// Secrets is the set of values the last revision rendered (and the one
+// before it) decrypted, for the outputs that pass what they show through
+// it (client-go's log records); nil before a render, or when none was
+// decrypted.
+func (r *Reconciler) Secrets() *redact.Set {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rendered.sensitive
+}
 
 // renderOf is the kept render of sha (its objects, the first of each
 // kind, and its hooks), or nil.

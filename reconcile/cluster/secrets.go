@@ -7,7 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	"recond.dev/recond/internal/redact"
 )
 
 // SecretError is the error of a request about a Secret. The API server's
@@ -96,9 +97,9 @@ func conceal(op string, obj *unstructured.Unstructured, err error, why string) e
 }
 
 // safeField writes an API field path ("data[DB_PASSWORD: Hunter2]") with
-// every key in brackets that a Secret may not hold cut before its first
-// character a key may not have ("data[DB_PASSWORD…]"), and the path
-// outside brackets cut at any character a field name does not have.
+// every key in brackets as redact.SafeKey shows it ("data[DB_PASSWORD…]"),
+// and the path outside brackets cut at any character a field name does
+// not have.
 func safeField(f string) string {
 	if f == "" {
 		return "(object)"
@@ -118,35 +119,21 @@ func safeField(f string) string {
 			end = strings.IndexByte(rest, ']')
 		}
 		if end < 0 {
-			b.WriteString("[" + safeKey(rest) + "]")
+			b.WriteString("[" + redact.SafeKey(rest) + "]")
 			break
 		}
-		b.WriteString("[" + safeKey(rest[:end]) + "]")
+		b.WriteString("[" + redact.SafeKey(rest[:end]) + "]")
 		f = rest[end+1:]
 	}
 	return b.String()
 }
 
-// safeKey is k when a Secret may hold it as a key (or it is an index), else
-// k up to its first character a key may not have, then "…".
-func safeKey(k string) string {
-	if len(validation.IsConfigMapKey(k)) == 0 {
-		return k
-	}
-	for i, r := range k {
-		if !keyRune(r) {
-			return k[:i] + "…"
-		}
-	}
-	return "…"
-}
-
-// safeText is s cut at its first character that is not a letter, a digit,
-// '-', '_', '.' or '/' (names, types and reasons hold no other); def when
-// nothing is left.
+// safeText is s cut at its first character a key may not hold
+// (redact.KeyRune) but '/' (names, types and reasons hold no other); def
+// when nothing is left.
 func safeText(s, def string) string {
 	for i, r := range s {
-		if !keyRune(r) && r != '/' {
+		if !redact.KeyRune(r) && r != '/' {
 			s = s[:i] + "…"
 			break
 		}
@@ -155,8 +142,4 @@ func safeText(s, def string) string {
 		return def + s
 	}
 	return s
-}
-
-func keyRune(r rune) bool {
-	return r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 }

@@ -76,14 +76,14 @@ func (w *walker) add(path string, live, desired any) {
 		w.certain = true
 	}
 	switch {
-	case w.sensitive != nil && (w.sensitive.In(live) || w.sensitive.In(desired) || w.sensitive.inPath(path) ||
+	case w.sensitive != nil && (w.sensitive.In(live) || w.sensitive.In(desired) || w.sensitive.Contains(path) ||
 		desired == nil && w.sensitive.In(w.root)),
 		inMasked(path, w.maskedFields()):
 		// A decrypted value (or the old value of a field removed from an
 		// object that holds one, or of a field that held one when it was
 		// written): both sides are masked, anywhere, keys that hold one
 		// too.
-		path = w.sensitive.redactPath(path, w.maskText)
+		path = w.maskPath(path)
 		live, desired = w.maskSensitive(path, live), w.maskSensitive(path, desired)
 	case w.secret:
 		live, desired = w.mask(path, live), w.mask(path, desired)
@@ -93,23 +93,6 @@ func (w *walker) add(path string, live, desired any) {
 
 // maskText is the mask of a text (a key).
 func (w *walker) maskText(t string) string { return Mask(w.salt, []byte(t)) }
-
-// maskSensitive is maskAll that also masks the map keys holding a
-// sensitive value.
-func (w *walker) maskSensitive(path string, v any) any {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return w.maskAll(path, v)
-	}
-	out := make(map[string]any, len(m))
-	for k, c := range m {
-		if w.sensitive != nil && w.sensitive.text(k) {
-			k = w.maskText(k)
-		}
-		out[k] = w.maskSensitive(join(path, k), c)
-	}
-	return out
-}
 
 // maskedFields are the fields the compared objects' MaskedFieldsAnnotation
 // name (read once, at the first difference: a converged object costs

@@ -1,10 +1,15 @@
 package diff
 
 import (
+	"crypto/rand"
 	"fmt"
+	"math/big"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"recond.dev/recond/internal/redact"
 )
 
 // A decrypted value that a template copied into a ConfigMap, a
@@ -14,6 +19,7 @@ import (
 // it is; a field removed from an object that holds one is masked.
 func TestSensitiveValuesAreMasked(t *testing.T) {
 	v1, v2 := randomValue(t), randomValue(t)
+	n1, n2 := randomNumber(t), randomNumber(t)
 	cm := func(body string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: shop\n" +
 			"  managedFields:\n  - manager: recond\n    operation: Apply\n    apiVersion: v1\n    fieldsType: FieldsV1\n" +
@@ -91,6 +97,33 @@ func TestSensitiveValuesAreMasked(t *testing.T) {
 			masked:    map[string]bool{"data.mode": false},
 		},
 		{
+			// Helm reads a values file's number as a float64 and prints
+			// it so: the decrypted "12345679" is "1.2345679e+07" in the
+			// ConfigMap, on both sides of a rotation.
+			name:      "an encrypted integer Helm printed as a float",
+			desired:   cm("data: {pin: \"" + float(t, n2) + "\", mode: fast}\n"),
+			live:      cm("data: {pin: \"" + float(t, n1) + "\", mode: slow}\n"),
+			sensitive: []string{n1, n2},
+			masked:    map[string]bool{"data.pin": true, "data.mode": false},
+		},
+		{
+			// The annotation names the map whose keys held a value: a
+			// process that never decrypted the old value (recond diff in
+			// CI, a restart) shows neither key.
+			name:      "a rotated value used as a key, the old one no longer known",
+			desired:   withMasked(cm("data: {"+v2+": x, mode: fast}\n"), "data"),
+			live:      withMasked(strings.Replace(cm("data: {"+v1+": x, mode: fast}\n"), "f:old: {}", "f:old: {}, f:"+v1+": {}", 1), "data"),
+			sensitive: []string{v2},
+			masked:    map[string]bool{"data.<key>": true},
+		},
+		{
+			name:      "a map whose keys held a value, replaced whole",
+			desired:   cm("data: [" + v2 + "]\n"),
+			live:      withMasked(cm("data: {"+v1+": x}\n"), "data"),
+			masked:    map[string]bool{"data": true},
+			sensitive: []string{v2},
+		},
+		{
 			name: "environment variable of a Deployment",
 			desired: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n" +
 				"      - name: web\n        image: web:2\n        env:\n        - {name: TOKEN, value: " + v2 + "}\n",
@@ -105,7 +138,7 @@ func TestSensitiveValuesAreMasked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := Options{Manager: "recond", Sensitive: NewSensitive(tt.sensitive)}
+			opts := Options{Manager: "recond", Sensitive: redact.New(tt.sensitive)}
 			c := Object(desiredObj(t, tt.desired), liveObj(t, tt.live), opts)
 			got := map[string]bool{}
 			for _, f := range c.Fields {
@@ -122,7 +155,14 @@ func TestSensitiveValuesAreMasked(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(tt.masked) {
 				t.Errorf("masked differences:\n got %v\nwant %v", got, tt.masked)
 			}
-			assertNoValue(t, c, v1, v2)
+			assertNoValue(t, c, v1, v2, n1, n2, float(t, n1), float(t, n2))
+			for _, f := range c.Fields {
+				for _, v := range []string{v1, v2} {
+					if strings.Contains(f.Path, v) {
+						t.Errorf("the path %q names a value", f.Path)
+					}
+				}
+			}
 		})
 	}
 }
@@ -130,37 +170,17 @@ func TestSensitiveValuesAreMasked(t *testing.T) {
 var maskInPath = regexp.MustCompile(`<secret sha256:[0-9a-f]{8}>`)
 
 func isMask(v any) bool {
+	if m, ok := v.(map[string]any); ok {
+		// A map is masked when its keys and its values are.
+		for k, c := range m {
+			if !isMask(k) || !isMask(c) {
+				return false
+			}
+		}
+		return len(m) > 0
+	}
 	s, ok := v.(string)
 	return ok && maskRE.MatchString(s)
-}
-
-func TestSensitiveIn(t *testing.T) {
-	s := NewSensitive([]string{"hunter2-long", "42", "true", " "})
-	tests := []struct {
-		v    any
-		want bool
-	}{
-		{"x hunter2-long y", true},
-		{b64("hunter2-long"), true},
-		{"42", true},
-		{int64(42), true},
-		{"1425", false}, // a short value only as a whole field
-		{true, false},   // booleans are never sensitive
-		{"true", false},
-		{map[string]any{"a": []any{"b", map[string]any{"c": "hunter2-long"}}}, true},
-		{map[string]any{"hunter2-long": "key"}, true},
-		{map[string]any{"a": []any{"b", int64(7)}}, false},
-		{nil, false},
-	}
-	for _, tt := range tests {
-		if got := s.In(tt.v); got != tt.want {
-			t.Errorf("In(%#v) = %v, want %v", tt.v, got, tt.want)
-		}
-	}
-	var none *Sensitive
-	if none.In("hunter2-long") || NewSensitive(nil, []string{"", "false"}) != nil {
-		t.Error("an empty matcher finds something")
-	}
 }
 
 // Fields names the fields that hold a value, cut at the first list, and
@@ -170,45 +190,57 @@ func TestSensitiveFields(t *testing.T) {
 	obj := desiredObj(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: "+v+"\n  annotations: {note: \"key "+v+"\"}\n"+
 		"spec:\n  replicas: 2\n  template:\n    spec:\n      containers:\n      - name: web\n        env:\n        - {name: A, value: "+v+"}\n"+
 		"data: {url: \"x"+v+"x\", plain: y}\n")
-	got := NewSensitive([]string{v}).Fields(obj.Object)
+	got := Fields(redact.New([]string{v}), obj.Object)
 	want := []string{"data.url", "metadata.annotations.note", "spec.template.spec.containers"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Fields = %v, want %v", got, want)
 	}
-	if got := NewSensitive([]string{"absent-value"}).Fields(obj.Object); got != nil {
+	if got := Fields(redact.New([]string{"absent-value"}), obj.Object); got != nil {
 		t.Errorf("Fields without a value = %v, want nil", got)
 	}
 }
 
-// A multi-line value is found whole (whatever the indentation) and by its
-// key-material lines, never by an armor line, a word or a line of JSON
-// that other texts hold too; a key that holds a value is masked and never
-// named in MaskedFieldsAnnotation's fields.
-func TestSensitiveMultiLineAndKeys(t *testing.T) {
-	body := randomValue(t) + "QUJDREVGR0hJSktM"
-	pem := "-----BEGIN CERTIFICATE-----\n" + body + "\n-----END CERTIFICATE-----"
-	json := "{\n  \"enabled\": true,\n  \"key\": \"" + randomValue(t) + "\"\n}"
-	s := NewSensitive([]string{pem, json})
-	for _, tt := range []struct {
-		text string
-		want bool
-	}{
-		{"ca.crt: |\n    -----BEGIN CERTIFICATE-----\n    " + body + "\n    -----END CERTIFICATE-----\n", true},
-		{"x" + body + "x", true},
-		{"-----BEGIN CERTIFICATE-----\nMIIBpublicCA\n-----END CERTIFICATE-----", false},
-		{"{\n  \"enabled\": true,\n  \"other\": 1\n}", false},
-	} {
-		if got := s.In(tt.text); got != tt.want {
-			t.Errorf("In(%q) = %v, want %v", tt.text, got, tt.want)
-		}
-	}
+// A key that holds a value is masked and never named in
+// MaskedFieldsAnnotation's fields; a number Helm printed as a float is
+// named like the decrypted integer.
+func TestFieldsNameNoKey(t *testing.T) {
 	v := randomValue(t)
 	obj := desiredObj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {"+v+"-user: x, mode: fast}\n")
-	fields := NewSensitive([]string{v}).Fields(obj.Object)
+	fields := Fields(redact.New([]string{v}), obj.Object)
 	if fmt.Sprint(fields) != "[data]" {
 		t.Errorf("Fields = %v, want [data]: a key that holds a value is not named", fields)
 	}
 	if strings.Contains(MaskedFields(fields), v) {
 		t.Errorf("the annotation names the value: %s", MaskedFields(fields))
 	}
+	n := randomNumber(t)
+	obj = desiredObj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {pin: \""+float(t, n)+"\", mode: fast}\n")
+	if got := Fields(redact.New([]string{n}), obj.Object); fmt.Sprint(got) != "[data.pin]" {
+		t.Errorf("Fields = %v, want [data.pin]: the float Helm printed holds the value", got)
+	}
+}
+
+// randomNumber is an 8-digit integer no message holds by chance.
+func randomNumber(t *testing.T) string {
+	t.Helper()
+	n, err := rand.Int(rand.Reader, big.NewInt(80_000_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatInt(n.Int64()+10_000_001, 10)
+}
+
+// float is n as Helm prints a number it read from a values file.
+func float(t *testing.T, n string) string {
+	t.Helper()
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(f)
+}
+
+// withMasked is an object's YAML with MaskedFieldsAnnotation naming fields.
+func withMasked(doc string, fields ...string) string {
+	return strings.Replace(doc, "  namespace: shop\n", "  namespace: shop\n  annotations: {"+MaskedFieldsAnnotation+": '"+MaskedFields(fields)+"'}\n", 1)
 }

@@ -122,7 +122,7 @@ func (b *budget) inspect(file string, data []byte, numbers bool) error {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			return &ManifestError{File: file, Err: &syntaxError{fmt.Errorf("document %d: %w", doc, err)}}
+			return &ManifestError{File: file, Err: &syntaxError{b.secrets.parseError(file, data, doc, false, err)}}
 		}
 		b.secrets.addDocument(file, &n)
 		w := &nodeWalker{memo: map[*yaml.Node]nodeCost{}, visiting: map[*yaml.Node]bool{}}

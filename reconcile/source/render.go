@@ -276,7 +276,7 @@ func (b *budget) decode(file string, data []byte) ([]Manifest, error) {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
-			return nil, &ManifestError{File: file, Err: fmt.Errorf("document %d: %w", doc, err)}
+			return nil, &ManifestError{File: file, Err: b.secrets.parseError(file, data, doc, true, err)}
 		}
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 || string(raw) == "null" { // empty or only comments

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,7 +18,10 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/types"
+
+	"recond.dev/recond/internal/redact"
 )
 
 // secretMaterial is what one render knows to be secret: the values of the
@@ -24,10 +29,12 @@ import (
 // secretGenerators are made of (literals, env files, files) and every value
 // of a file marked secret as a whole (markFile: a generator's source, a
 // decrypted document). An error of the render may quote none of it:
-// redact replaces what it finds, and the checks that know they are looking
-// at secret material (numbers, keys, generators) never quote it at all.
-// The zero value is ready to use; it is safe for concurrent use (kustomize
-// reads from its own goroutine).
+// redact removes it in every form an error may quote it (redact.New), the
+// checks that know they are looking at secret material (numbers, keys,
+// generators) never quote it at all, and a parser's error about a
+// document that holds some says where, never what (parseError). The zero
+// value is ready to use; it is safe for concurrent use (kustomize reads
+// from its own goroutine).
 type secretMaterial struct {
 	mu     sync.Mutex
 	values map[string]struct{}
@@ -36,15 +43,6 @@ type secretMaterial struct {
 	// stringData, or a JSON 6902 patch's values, are secret.
 	patches map[string]bool
 }
-
-// minRedact is the length from which a secret value is replaced wherever it
-// appears in an error; a shorter one only where it stands as a whole token
-// (between characters that are neither letters nor digits), so that a
-// one-letter value does not blank out every word of the message.
-const minRedact = 4
-
-// redacted stands for a secret value removed from an error.
-const redacted = "<redacted>"
 
 // markFile marks the file (a repository-relative path, or the label of a
 // render's output) as secret as a whole: every value read from it is
@@ -82,31 +80,30 @@ func (m *secretMaterial) isPatch(file string) bool {
 	return m.patches[file]
 }
 
-// addText adds s, and each line of it, as secret values.
+// addText adds s as a secret value (redact.New finds its lines and its
+// other forms).
 func (m *secretMaterial) addText(s string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.addLocked(s)
-	if strings.ContainsAny(s, "\r\n") {
-		for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
-			m.addLocked(line)
-		}
-	}
-}
-
-func (m *secretMaterial) addLocked(s string) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.values == nil {
 		m.values = map[string]struct{}{}
 	}
 	m.values[s] = struct{}{}
-	// As fmt's %q and JSON would quote it back.
-	if q := strconv.Quote(s); q[1:len(q)-1] != s {
-		m.values[q[1:len(q)-1]] = struct{}{}
+}
+
+// set is the value set of what the render knows so far.
+func (m *secretMaterial) set() *redact.Set {
+	m.mu.Lock()
+	values := make([]string, 0, len(m.values))
+	for v := range m.values {
+		values = append(values, v)
 	}
+	m.mu.Unlock()
+	return redact.New(values)
 }
 
 // addGenerated adds a value a secretGenerator makes from a literal or a
@@ -312,9 +309,9 @@ func (m *secretMaterial) addAny(v any) {
 }
 
 // redact returns err with every secret value it quotes replaced by
-// "<redacted>". Its structure is kept: a *ManifestError stays one (with
-// its File and Object), and errors.Is and errors.As still reach the causes
-// (a LimitError, a cancellation); only the text changes. Errors that are
+// redact.Mask. Its structure is kept: a *ManifestError stays one (with its
+// File and Object), and errors.Is and errors.As still reach the causes (a
+// LimitError, a cancellation); only the text changes. Errors that are
 // safe by construction (cancellation, a *secretError) are returned as they
 // are.
 func (m *secretMaterial) redact(err error) error {
@@ -325,83 +322,21 @@ func (m *secretMaterial) redact(err error) error {
 	if errors.As(err, &se) {
 		return err
 	}
-	values := m.sorted()
-	if len(values) == 0 {
+	values := m.set()
+	if values == nil {
 		return err
 	}
 	var me *ManifestError
 	if errors.As(err, &me) && me == err {
 		msg := me.Err.Error()
-		out := redactString(msg, values)
-		obj := redactString(me.Object, values)
+		out := values.Redact(msg)
+		obj := values.Redact(me.Object)
 		if out == msg && obj == me.Object {
 			return err
 		}
 		return &ManifestError{File: me.File, Object: obj, Err: &redactedError{msg: out, err: me.Err}}
 	}
-	msg := err.Error()
-	if out := redactString(msg, values); out != msg {
-		return &redactedError{msg: out, err: err}
-	}
-	return err
-}
-
-// sorted lists the values, longest first (so that a value inside another
-// does not leave the rest of the longer one behind).
-func (m *secretMaterial) sorted() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]string, 0, len(m.values))
-	for v := range m.values {
-		out = append(out, v)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if len(out[i]) != len(out[j]) {
-			return len(out[i]) > len(out[j])
-		}
-		return out[i] < out[j]
-	})
-	return out
-}
-
-// redactString replaces each of values in s (sorted longest first).
-func redactString(s string, values []string) string {
-	for _, v := range values {
-		if !strings.Contains(s, v) {
-			continue
-		}
-		if len(v) >= minRedact {
-			s = strings.ReplaceAll(s, v, redacted)
-			continue
-		}
-		s = replaceTokens(s, v)
-	}
-	return s
-}
-
-// replaceTokens replaces v in s where it stands as a whole token.
-func replaceTokens(s, v string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, v)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		before, _ := utf8.DecodeLastRuneInString(s[:i])
-		after, _ := utf8.DecodeRuneInString(s[i+len(v):])
-		b.WriteString(s[:i])
-		if (i == 0 || !wordRune(before)) && (i+len(v) == len(s) || !wordRune(after)) {
-			b.WriteString(redacted)
-		} else {
-			b.WriteString(v)
-		}
-		s = s[i+len(v):]
-	}
-}
-
-func wordRune(r rune) bool {
-	return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80
+	return values.Error(err)
 }
 
 // redactedError is an error whose text had secret values removed; it
@@ -425,24 +360,20 @@ func secretErrorf(format string, args ...any) error {
 	return &secretError{msg: fmt.Sprintf(format, args...)}
 }
 
-// safeKey shows a Secret key that the API would refuse without what may
-// be a value in it: the key up to its first character that a key may not
-// hold ("DB_PASSWORD…" for a line written "DB_PASSWORD: Hunter2"), or
-// nothing when there is no such character (the whole text may be a value).
+// safeKey shows a Secret key that the API would refuse, or a text that
+// may be a value (a literal that is not KEY=value), as far as
+// redact.SafeKey shows it, quoted ("DB_PASSWORD…" for a line written
+// "DB_PASSWORD: Hunter2"), and never whole: nothing is shown when it has
+// no character a key may not hold (the whole text may be a value).
 func safeKey(k string) string {
-	for i, r := range k {
-		if !keyRune(r) {
-			if i == 0 {
-				return `(starts with a character a key may not hold)`
-			}
-			return strconv.Quote(k[:i] + "…")
-		}
+	switch shown := redact.SafeKey(k); {
+	case shown == "…" && k != "" && !redact.KeyRune([]rune(k)[0]):
+		return `(starts with a character a key may not hold)`
+	case shown == "…" || shown == k:
+		return "(not shown)"
+	default:
+		return strconv.Quote(shown)
 	}
-	return "(not shown)"
-}
-
-func keyRune(r rune) bool {
-	return r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 }
 
 // validKey reports whether k is a key the API server accepts in a Secret.
@@ -632,4 +563,128 @@ func checkEnvFile(data []byte, fail func(line int, format string, args ...any) e
 		}
 	}
 	return sc.Err()
+}
+
+// secretKind finds a document that is a Secret (or a list of them),
+// written as YAML or JSON, without parsing it.
+var secretKind = regexp.MustCompile(`(?m)["']?\bkind["']?[ \t]*:[ \t]*["']?Secret`)
+
+// parseError is the error of a YAML or JSON parser (err) about document
+// doc of file, whose content is data; relative says its line numbers
+// count from the document's first line (a decoder that splits the stream
+// first). The parser's message is kept, unless the document may hold
+// secret material: the file is marked secret (a decrypted document, a
+// generator's source) or a patch of a Secret, it is a Secret, or it holds
+// a secret value the render knows. The message may then quote a value
+// (an alias "*Xk9…" is reported "unknown anchor 'Xk9…'", a tag "!!int x"
+// "cannot decode !!str `x`"), and the error says only where: the
+// document, its line and column, as far as the message tells them. What
+// the message quotes becomes secret material: kustomize, which parses the
+// document again when it is one of its resources, fails quoting the same,
+// and its error loses it (redact).
+func (m *secretMaterial) parseError(file string, data []byte, doc int, relative bool, err error) error {
+	kind, secretFile, patch := secretKind.Match(data), m.isSecretFile(file), m.isPatch(file)
+	known := !kind && !secretFile && !patch && m.set().Contains(string(data))
+	if !kind && !secretFile && !patch && !known {
+		return fmt.Errorf("document %d: %w", doc, err)
+	}
+	where := fmt.Sprintf("document %d", doc)
+	if line, col := position(data, doc, relative, err); line > 0 {
+		where += fmt.Sprintf(", line %d", line)
+		if col > 0 {
+			where += fmt.Sprintf(", column %d", col)
+		}
+	}
+	what := "YAML"
+	if looksLikeJSON(data) {
+		what = "JSON"
+	}
+	for _, q := range quoted.FindAllStringSubmatch(err.Error(), -1) {
+		m.addText(q[1] + q[2])
+	}
+	return secretErrorf("%s: not valid %s (the parser's message is not shown: the document holds secret material, which it may quote)", where, what)
+}
+
+var (
+	// lineOf is where a YAML parser's message names a line.
+	lineOf = regexp.MustCompile(`\bline (\d+)\b`)
+	// quoted is what it quotes: an alias ('x'), a value (`x`).
+	quoted = regexp.MustCompile("'([^'\n]+)'|`([^`\n]+)`")
+)
+
+// position is the line and column (from 1; 0 when not known) that err,
+// a parser's error about document doc of data, points at: a JSON syntax
+// error's offset, the line a YAML parser names, or where what it quotes
+// (an unknown alias, a value it cannot read as its tag says) stands.
+func position(data []byte, doc int, relative bool, err error) (line, col int) {
+	var (
+		js  *json.SyntaxError
+		ujs utilyaml.JSONSyntaxError
+	)
+	switch {
+	case errors.As(err, &js):
+		return lineCol(data, int(js.Offset))
+	case errors.As(err, &ujs):
+		return lineCol(data, int(ujs.Offset))
+	}
+	start := 0
+	if relative {
+		start = docOffset(data, doc)
+	}
+	msg := err.Error()
+	if m := lineOf.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		if relative {
+			first, _ := lineCol(data, start)
+			n += first - 1
+		}
+		return n, 0
+	}
+	if m := quoted.FindStringSubmatch(msg); m != nil {
+		tok := m[1] + m[2]
+		for _, at := range []string{"*" + tok, tok} {
+			if i := bytes.Index(data[start:], []byte(at)); i >= 0 {
+				return lineCol(data, start+i)
+			}
+		}
+	}
+	return 0, 0
+}
+
+// lineCol is the line and column (from 1) of byte offset off of data.
+func lineCol(data []byte, off int) (int, int) {
+	off = min(max(off, 0), len(data))
+	before := data[:off]
+	nl := bytes.LastIndexByte(before, '\n')
+	return bytes.Count(before, []byte{'\n'}) + 1, utf8.RuneCount(before[nl+1:]) + 1
+}
+
+// docOffset is the offset of document doc (from 1) of a YAML stream, as
+// k8s.io/apimachinery's YAMLReader splits it: at lines starting with
+// "---", a run of nothing but separators making no document. 0 when the
+// stream has fewer documents.
+func docOffset(data []byte, doc int) int {
+	n, start, empty := 1, 0, true
+	for off := 0; off < len(data); {
+		next := len(data)
+		if end := bytes.IndexByte(data[off:], '\n'); end >= 0 {
+			next = off + end + 1
+		}
+		if bytes.HasPrefix(data[off:next], []byte("---")) {
+			if !empty {
+				if n == doc {
+					return start
+				}
+				n++
+			}
+			empty = true
+		} else if empty {
+			start, empty = off, false
+		}
+		off = next
+	}
+	if n == doc {
+		return start
+	}
+	return 0
 }

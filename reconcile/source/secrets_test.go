@@ -308,3 +308,93 @@ func TestNumberErrorHidesSecretValues(t *testing.T) {
 		}
 	}
 }
+
+// A value that starts with a YAML indicator, written unquoted into a
+// Secret (or, decrypted, into any document), fails the parser, whose
+// message quotes the value but its first character ("unknown anchor
+// 'Xk9…' referenced", "cannot decode !!str `Xk9…` as a !!int"): the error
+// says the file, the document, the line and the column, never the
+// parser's message; a document that holds no secret material keeps it.
+func TestParseErrorsAboutSecretMaterialSayWhereOnly(t *testing.T) {
+	core := "Xk9" + randomValue(t)
+	secret := func(value string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  user: app\n  password: " + value + "\n"
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		says  []string
+	}{{
+		name:  "an alias in a Secret",
+		files: map[string]string{"secret.yaml": secret("*" + core)},
+		says:  []string{"secret.yaml: document 1, line 7, column 13: not valid YAML", "not shown"},
+	}, {
+		name:  "a tag in a Secret",
+		files: map[string]string{"secret.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n" + secret("!!int "+core)},
+		says:  []string{"secret.yaml: document 2, line 11, column 19: not valid YAML", "not shown"},
+	}, {
+		name:  "an alias in a Secret in a JSON-like flow",
+		files: map[string]string{"secret.yaml": "{apiVersion: v1, kind: Secret, metadata: {name: db}, stringData: {password: *" + core + "}}\n"},
+		says:  []string{"secret.yaml: document 1", "not valid", "not shown"},
+	}, {
+		// Kustomize parses the Secret again and fails quoting what the
+		// parser quoted: the quote is secret material.
+		name: "an alias in a kustomization's Secret",
+		files: map[string]string{
+			"kustomization.yaml": kust("secret.yaml"),
+			"secret.yaml":        secret("*" + core),
+		},
+		says: []string{"kustomize build", "<redacted>"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sha := newTestRepo(t, dir).commit(tt.files)
+			_, err := mustNew(t, Config{URL: dir}).Render(context.Background(), sha)
+			if err == nil {
+				t.Fatal("Render succeeded, want an error")
+			}
+			if text := renderings(err); strings.Contains(text, core) || strings.Contains(text, core[1:]) {
+				t.Errorf("error quotes the value:\n%s", text)
+			}
+			for _, s := range tt.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+			var me *ManifestError
+			if !errors.As(err, &me) {
+				t.Errorf("error %v is not a *ManifestError", err)
+			}
+		})
+	}
+	// No secret material: the parser's message is the error.
+	dir := t.TempDir()
+	sha := newTestRepo(t, dir).commit(map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  k: *nowhere\n"})
+	if _, err := mustNew(t, Config{URL: dir}).Render(context.Background(), sha); err == nil || !strings.Contains(err.Error(), "unknown anchor 'nowhere' referenced") {
+		t.Errorf("a ConfigMap's error = %v, want the parser's message", err)
+	}
+}
+
+// A decrypted value (a chart's encrypted values file) that starts with a
+// YAML indicator, copied by a template into a ConfigMap: the document
+// holds a value the render knows, and its parser error says where only.
+func TestParseErrorAboutADecryptedValue(t *testing.T) {
+	core := "Xk9" + randomValue(t)
+	for _, value := range []string{"*" + core, "!!int " + core, "!!float " + core} {
+		b := &budget{lim: DefaultLimits}
+		b.secrets.addGenerated(value) // as decrypt.go adds a values file's
+		doc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  token: " + value + "\n"
+		_, err := b.decode("app/templates/cm.yaml", []byte(doc))
+		if err == nil {
+			t.Fatalf("%s: decode succeeded", value)
+		}
+		err = b.safe(err)
+		if text := renderings(err); strings.Contains(text, core) {
+			t.Errorf("%s: error quotes the value:\n%s", value, text)
+		}
+		if !strings.Contains(err.Error(), "app/templates/cm.yaml: document 1, line 6") {
+			t.Errorf("%s: error %q does not say where", value, err)
+		}
+	}
+}
