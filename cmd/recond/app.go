@@ -98,7 +98,10 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	log = log.With("namespace", o.namespace, "instance", o.name)
+	// Every record, recond's and client-go's, passes through the mask of
+	// the values the reconciler decrypted (set once it is made).
+	mask := &logMask{}
+	log = slog.New(mask.handler(log.Handler())).With("namespace", o.namespace, "instance", o.name)
 	// client-go's own log lines (klog) in the same format, to the same place.
 	routeKlog(log.Handler())
 	tp, err := tracing.New(context.Background(), tracing.Config{
@@ -221,6 +224,7 @@ func newApp(o *options, stderr io.Writer) (*app, error) {
 		rcfg.Live = watchLive{a.cache}
 	}
 	a.rec = reconcile.New(rcfg, src, kube, log, observers...)
+	mask.from(a.rec.Secrets)
 	a.progress = a.rec.Progress
 	if o.webhookSecretFile != "" {
 		secret, err := readSecretFile("--webhook-secret-file", o.webhookSecretFile)
