@@ -39,6 +39,13 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 			return err
 		}
 		st.Revision, st.Fetched = rev.SHA, st.Fetched || rev.Fetched
+		if err := r.failedBefore(st, rev.SHA); err != nil {
+			// The revision failed to render, and nothing that could
+			// change that changed: its failure is the tick's, without
+			// rendering it again.
+			trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", true), attribute.Bool("recond.render.failed_before", true))
+			return err
+		}
 		if cached, firsts, hooks, chart, once, ignored := r.renderOf(rev.SHA); cached != nil && !r.keysChanged(st, rev.SHA) {
 			// The revision did not move: its render is reused, rendering being a
 			// function of the commit alone. Only the kinds' scope, which the
@@ -63,6 +70,9 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 				"revision", shortSHA(rev.SHA), "superseded", st.Superseded)
 			continue
 		}
+		// The render's own failure only: the checks after it are cheap,
+		// and the server's answers (a kind's scope) may change.
+		r.keepFailure(ctx, rev.SHA, err)
 		if err != nil {
 			return err
 		}
@@ -226,7 +236,7 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 		gvk := obj.GroupVersionKind()
 		id := fmt.Sprintf("%s/%s", gvk.Kind, obj.GetName())
 		if p := r.reservedName(obj.GetName()); p != "" {
-			return Invalidf("%s: %s: names starting with %q are recond's own (its inventory and its Lease); rename the object", m.File, id, p)
+			return Invalidf("%s: %s: the name is recond's own: %s; rename the object", m.File, id, reservedFor(p, obj.GetName()))
 		}
 		mapping, err := r.kube.Mapping(gvk)
 		if err != nil {
@@ -274,6 +284,25 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 	st.Desired, st.Hooks, st.Generated, st.Ignored = desired, hooks, once, ignored
 	st.Counts.Desired, st.Counts.GeneratedOnce = len(desired), len(once)
 	return nil
+}
+
+// reservedFor says what recond keeps a name for: the reserved prefix p it
+// starts with and which instance's object it is, or the reserved name p
+// it is.
+func reservedFor(p, name string) string {
+	instance := strings.TrimPrefix(name, p)
+	switch p {
+	case InventoryPrefix:
+		return fmt.Sprintf("names starting with %q are the instances' inventories (ConfigMaps); %s is instance %q's", p, name, instance)
+	case LeasePrefix:
+		return fmt.Sprintf("names starting with %q are the instances' Leases; %s is instance %q's", p, name, instance)
+	case SeedPrefix:
+		return fmt.Sprintf("names starting with %q are the instances' seeds (Secrets), from which a chart's random functions "+
+			"(randAlphaNum, genPrivateKey, ...) draw; %s is instance %q's seed", p, name, instance)
+	case name:
+		return fmt.Sprintf("%s is the Secret that holds the SOPS age keys", name)
+	}
+	return fmt.Sprintf("names starting with %q are recond's own objects", p)
 }
 
 // markMasked writes on every object that holds a decrypted value the
@@ -340,6 +369,67 @@ func (r *Reconciler) Secrets() *redact.Set {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.rendered.sensitive
+}
+
+// renderFailure is the last render that failed for a reason of the
+// revision itself (an invalid manifest or chart, a SOPS file no key
+// opens): rendering it again gives the same failure, at a render's cost,
+// at every interval.
+type renderFailure struct {
+	sha  string
+	keys [32]byte
+	err  error
+}
+
+// keysSource is a Source that tells what its decryption keys are now (a
+// fingerprint of the keys file, source.Source.KeysFingerprint).
+type keysSource interface {
+	KeysFingerprint() [32]byte
+}
+
+// keys is the source's keys fingerprint; zero for a source without keys.
+func (r *Reconciler) keys() [32]byte {
+	if k, ok := r.src.(keysSource); ok {
+		return k.KeysFingerprint()
+	}
+	return [32]byte{}
+}
+
+// keepFailure remembers the outcome of a render of sha: that it failed
+// with err, when err (non-nil) is a failure of the revision (reason
+// invalid, or auth: no key opens a SOPS file) and not of the tick (a
+// timeout, a stop, the worker, the network); else nothing, the last
+// render of sha being no longer known to fail.
+func (r *Reconciler) keepFailure(ctx context.Context, sha string, err error) {
+	var f *renderFailure
+	if err != nil && ctx.Err() == nil {
+		switch Classify(err) {
+		case ReasonInvalid, ReasonAuth:
+			f = &renderFailure{sha: sha, keys: r.keys(), err: err}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f != nil || r.failed != nil && r.failed.sha == sha {
+		r.failed = f
+	}
+}
+
+// failedBefore is the failure the last render of sha had, when it is to
+// be the tick's without rendering again: not on a tick someone asked for
+// (recond trigger, recond sync, a push webhook: the operator may have
+// fixed what the render read outside Git), and not once the decryption
+// keys changed (the keys Secret was updated). Nil otherwise.
+func (r *Reconciler) failedBefore(st *State, sha string) error {
+	r.mu.Lock()
+	f := r.failed
+	r.mu.Unlock()
+	if f == nil || f.sha != sha || st.trigger == TriggerManual || st.trigger == TriggerWebhook || f.keys != r.keys() {
+		return nil
+	}
+	r.log.Debug("render skipped: the revision failed to render before; it is rendered again on a manual tick or once the decryption keys change",
+		"revision", shortSHA(sha))
+	return f.err
 }
 
 // renderOf is the kept render of sha (its objects, the first of each

@@ -142,6 +142,9 @@ type Reconciler struct {
 	// rendered is the last successful render, reused while the revision
 	// does not move.
 	rendered renderCache
+	// failed is the last render that failed for a reason of its revision
+	// (read.go, failedBefore).
+	failed *renderFailure
 	// heal follows drift seen by a watch to the write that restores it.
 	heal *healer
 	// validated are the creates an earlier dry run accepted.

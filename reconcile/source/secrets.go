@@ -688,3 +688,15 @@ func docOffset(data []byte, doc int) int {
 	}
 	return 0
 }
+
+// KeysFingerprint is a fingerprint of the age keys file as it reads now
+// (zero without one): the loop renders a revision whose render failed
+// again once it changes (the keys Secret was updated), and not before.
+func (s *Source) KeysFingerprint() [32]byte {
+	if s.cfg.SOPSAgeKeysFile == "" {
+		return [32]byte{}
+	}
+	var d decryption
+	d.readKeys(s.cfg.SOPSAgeKeysFile)
+	return d.fingerprint()
+}
