@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -111,6 +112,10 @@ type Fault struct {
 	// Expire answers a matching watch (and ends those already open) with an
 	// ERROR event carrying 410 Expired.
 	Expire bool
+	// Drop loses the events of matching watch streams, as Stall does, but
+	// lets their bookmarks through: a stream that looks alive while it
+	// delivers nothing (Hits counts the events lost).
+	Drop bool
 
 	p    *APIProxy
 	hits int
@@ -386,7 +391,7 @@ func (p *APIProxy) serve(w http.ResponseWriter, r *http.Request) {
 	if p.seen != nil {
 		p.seen(r)
 	}
-	fs := p.take(r, watch, func(f *Fault) bool { return !f.Stall })
+	fs := p.take(r, watch, func(f *Fault) bool { return !f.Stall && !f.Drop })
 	p.mu.Unlock()
 	var (
 		delay time.Duration
@@ -488,7 +493,8 @@ func writeStatus(w http.ResponseWriter, code, retryAfter int) {
 }
 
 // watchBody is the body of one open watch stream: it forwards the stream
-// event by event (JSON lines: the proxy asks for JSON), dropping events while a Stall fault matches,
+// event by event (JSON lines: the proxy asks for JSON), dropping events while a Stall fault matches
+// (and all but bookmarks while a Drop fault does),
 // ending with a 410 ERROR event when an Expire fault is added, and failing
 // mid-stream when cut.
 type watchBody struct {
@@ -560,6 +566,9 @@ func (b *watchBody) Read(out []byte) (int, error) {
 		// An event that arrives during a stall is lost, as on a stream
 		// that silently stopped.
 		stalled := len(b.p.take(b.req, true, func(f *Fault) bool { return f.Stall })) > 0
+		if !stalled && !bytes.HasPrefix(line, []byte(`{"type":"BOOKMARK"`)) {
+			stalled = len(b.p.take(b.req, true, func(f *Fault) bool { return f.Drop })) > 0
+		}
 		b.p.mu.Unlock()
 		if !stalled {
 			b.pend = line

@@ -85,6 +85,14 @@ type Options struct {
 	// one costs no request. See DefaultStaleAfter for what a quiet cluster
 	// costs.
 	StaleAfter time.Duration
+	// CheckEvery is how often each informer's store is compared with one
+	// LIST of the API server (names and resourceVersions), plus up to
+	// CheckJitter of it at random: a store found behind (a watch that
+	// loses events but still sends bookmarks, so that StaleAfter never
+	// fires) is restarted as a stale one is. An informer that listed in
+	// full within CheckEvery is not checked. DefaultCheckEvery when 0,
+	// never when negative.
+	CheckEvery time.Duration
 	// Log receives the informers' errors and restarts; none when nil.
 	Log *slog.Logger
 
@@ -116,6 +124,10 @@ type Cache struct {
 	syncWaits     atomic.Int64
 	dropped       atomic.Int64
 	restarts      atomic.Int64
+	checked       atomic.Int64
+	// own are the objects recond deletes (Deleting), whose events are
+	// its own.
+	own ownDeletes
 	// gen counts what changed the stores: every object added, changed or
 	// deleted, every informer started (Generation).
 	gen atomic.Uint64
@@ -143,6 +155,9 @@ func New(ctx context.Context, dyn dynamic.Interface, mapper Mapper, namespace st
 	}
 	if opts.StaleAfter == 0 {
 		opts.StaleAfter = DefaultStaleAfter
+	}
+	if opts.CheckEvery == 0 {
+		opts.CheckEvery = DefaultCheckEvery
 	}
 	log := opts.Log
 	if log == nil {
@@ -189,7 +204,9 @@ func (c *Cache) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) 
 // The first List of a (kind, selector) starts its informer and
 // waits, within ctx, for its first sync; later ones make no API request,
 // unless the informer has seen nothing for Options.StaleAfter: then it is
-// restarted and List waits for the new sync, as for a first one.
+// restarted and List waits for the new sync, as for a first one. While the
+// informer's last list or watch request has failed, List is one LIST of
+// the API server (its error, when it fails too).
 func (c *Cache) List(ctx context.Context, gvk schema.GroupVersionKind, selector string) ([]unstructured.Unstructured, error) {
 	m, err := c.mapping(gvk)
 	if err != nil {
@@ -201,6 +218,12 @@ func (c *Cache) List(ctx context.Context, gvk schema.GroupVersionKind, selector 
 	}
 	if err := c.waitSynced(ctx, k); err != nil {
 		return nil, err
+	}
+	if ferr := k.failing(); ferr != nil {
+		// No watch feeds the store now (the API server is down, or refuses
+		// the watch): it cannot vouch for itself, the API server decides.
+		// (A restart, were it stale too, would fail the same way.)
+		return c.listDirect(ctx, k, m, ferr)
 	}
 	if k, err = c.fresh(ctx, k); err != nil {
 		return nil, err
@@ -232,8 +255,9 @@ func (c *Cache) List(ctx context.Context, gvk schema.GroupVersionKind, selector 
 // synced informer of that exact kind and version when the object is there;
 // otherwise (the store holds only label-selected objects, so a miss proves
 // nothing; or the object is asked for in another version) it makes one
-// API GET, counted in Stats.Gets. A stale informer is restarted and waited
-// for first, as List does.
+// API GET, counted in Stats.Gets; so does an informer whose last list or
+// watch failed. A stale informer is restarted and waited for first, as
+// List does.
 func (c *Cache) Get(ctx context.Context, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
 	m, err := c.mapping(gvk)
 	if err != nil {
@@ -248,7 +272,7 @@ func (c *Cache) Get(ctx context.Context, gvk schema.GroupVersionKind, name strin
 	}
 	c.mu.Unlock()
 	for _, k := range candidates {
-		if !k.inf.HasSynced() {
+		if !k.inf.HasSynced() || k.failing() != nil {
 			continue
 		}
 		k, err := c.fresh(ctx, k)
@@ -275,20 +299,42 @@ func (c *Cache) Get(ctx context.Context, gvk schema.GroupVersionKind, name strin
 	return u, nil
 }
 
+// listDirect is List answered by the API server, for an informer whose
+// last list or watch failed (ferr): one LIST, counted in Stats.Gets, whose
+// objects are cut as the store's are. Its error says the watch's too.
+func (c *Cache) listDirect(ctx context.Context, k *kindInformer, m *meta.RESTMapping, ferr error) ([]unstructured.Unstructured, error) {
+	c.gets.Add(1)
+	l, err := c.dyn.Resource(m.Resource).Namespace(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: k.key.selector})
+	if err != nil {
+		return nil, fmt.Errorf("list %s (its watch failed: %v): %w", k.key.gvk.Kind, ferr, err)
+	}
+	trim := transform(c.opts.Manager)
+	apiVersion, kind := m.GroupVersionKind.GroupVersion().String(), m.GroupVersionKind.Kind
+	out := l.Items
+	for i := range out {
+		_, _ = trim(&out[i])
+		out[i].Object["apiVersion"], out[i].Object["kind"] = apiVersion, kind
+	}
+	slices.SortFunc(out, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out, nil
+}
+
 // Generation counts the changes the cache's stores have seen: every
 // object added, changed (a new resourceVersion) or deleted, and every
 // informer started or restarted. While it does not move, what List and
 // Get return has not changed since the last time it was read. ok is false
-// when an informer has not synced yet or is stale (Options.StaleAfter):
-// the caller should List, which restarts a stale one. It costs a clock
-// reading per informer and makes no request.
+// when an informer has not synced yet, is stale (Options.StaleAfter) or
+// its last list or watch request failed (no watch feeds it): the caller
+// should List, which restarts a stale one and asks the API server in place
+// of a failing one. It costs a clock reading per informer and makes no
+// request.
 func (c *Cache) Generation() (gen uint64, ok bool) {
 	gen = c.gen.Load()
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range c.informers {
-		if !k.inf.HasSynced() {
+		if !k.inf.HasSynced() || k.failing() != nil {
 			return gen, false
 		}
 		if c.opts.StaleAfter >= 0 {
@@ -334,7 +380,8 @@ func (c *Cache) fresh(ctx context.Context, k *kindInformer) (*kindInformer, erro
 		}
 		return k, nil
 	}
-	next, err := c.restart(k, age)
+	next, err := c.restart(k, "no event or bookmark for a while: restarting the watch with a fresh list",
+		"age", age.Round(time.Millisecond).String(), "stale_after", c.opts.StaleAfter.String())
 	if err != nil {
 		return nil, err
 	}
@@ -355,11 +402,12 @@ func (c *Cache) handOnMissed(k *kindInformer) {
 	}
 }
 
-// restart replaces old, which has seen nothing for age, by a new informer
-// of the same key that syncs by LIST (a streaming list is a watch, and what
-// stalled the watch may stall it too). Of two readers that find old stale,
-// the second gets the first one's successor.
-func (c *Cache) restart(old *kindInformer, age time.Duration) (*kindInformer, error) {
+// restart replaces old, which has seen nothing for a while or which a
+// check found behind, by a new informer of the same key that syncs by LIST
+// (a streaming list is a watch, and what stalled the watch may stall it
+// too), and logs why (msg, attrs). Of two that find old stale, the second
+// gets the first one's successor.
+func (c *Cache) restart(old *kindInformer, msg string, attrs ...any) (*kindInformer, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.ctx.Err(); err != nil {
@@ -372,9 +420,7 @@ func (c *Cache) restart(old *kindInformer, age time.Duration) (*kindInformer, er
 	k := c.start(old.key, old.mapping, old)
 	c.informers[old.key] = k
 	c.restarts.Add(1)
-	c.log.Info("no event or bookmark for a while: restarting the watch with a fresh list",
-		"kind", old.key.gvk.String(), "selector", old.key.selector,
-		"age", age.Round(time.Millisecond).String(), "stale_after", c.opts.StaleAfter.String())
+	c.log.Info(msg, append([]any{"kind", old.key.gvk.String(), "selector", old.key.selector}, attrs...)...)
 	return k, nil
 }
 
@@ -446,8 +492,16 @@ type Stats struct {
 	// behind by more than the buffer.
 	EventsDropped int64
 	// Restarts is how many informers were restarted because they had seen
-	// nothing for Options.StaleAfter.
+	// nothing for Options.StaleAfter, or because a check found their store
+	// behind the API server.
 	Restarts int64
+	// Checks is the checks of a store against a LIST of the API server
+	// (Options.CheckEvery).
+	Checks int64
+	// Own is the events not handed to OnEvent because they were recond's
+	// own: its applies (an update whose only managedFields change is in
+	// recond's entries) and its deletes (Deleting).
+	Own int64
 	// Kinds describes each informer, sorted by kind and selector.
 	Kinds []KindStats
 }
@@ -462,8 +516,9 @@ type KindStats struct {
 	// periodic relists, relists after a 410 Expired, and the sync of each
 	// restart); Watches the watch requests that resumed from a known
 	// resourceVersion; Restarts the times it was found stale and replaced
-	// (the counts carry over to the replacement).
-	Lists, Watches, Restarts int
+	// (the counts carry over to the replacement); Checks the checks of its
+	// store against a LIST (Options.CheckEvery).
+	Lists, Watches, Restarts, Checks int
 	// LastSeen is when the informer last saw an event, a bookmark or the
 	// answer to a full list, and Age the time since (at the time of Stats).
 	LastSeen time.Time
@@ -487,7 +542,7 @@ func (c *Cache) Stats() Stats {
 	s := Stats{
 		Gets: c.gets.Load(), SyncWaits: c.syncWaits.Load(),
 		SyncWait: time.Duration(c.syncWaitNanos.Load()), EventsDropped: c.dropped.Load(),
-		Restarts: c.restarts.Load(),
+		Restarts: c.restarts.Load(), Checks: c.checked.Load(), Own: c.own.events.Load(),
 	}
 	c.mu.Lock()
 	ks := make([]*kindInformer, 0, len(c.informers))
@@ -501,7 +556,7 @@ func (c *Cache) Stats() Stats {
 		st := KindStats{
 			GroupVersionKind: k.key.gvk, Selector: k.key.selector, Synced: k.inf.HasSynced(),
 			Objects: len(k.inf.GetStore().ListKeys()), Lists: k.lists, Watches: k.watches,
-			Restarts: k.restarts, LastSeen: k.lastSeen, Err: k.lastErr,
+			Restarts: k.restarts, Checks: k.checks, LastSeen: k.lastSeen, Err: k.lastErr,
 		}
 		k.mu.Unlock()
 		if !st.LastSeen.IsZero() {

@@ -22,7 +22,17 @@
 // diff.ManagedFields, not GetManagedFields), and the
 // last-applied-configuration annotation is dropped. Status is kept.
 //
+// A watch can also lose events while its bookmarks still come, and look
+// alive. Every Options.CheckEvery, each informer's store is compared with
+// one LIST of the API server (names and resourceVersions); a store found
+// behind is restarted as a stale one is, its missed changes handed on. An
+// informer whose last list or watch request failed (the API server
+// unreachable) does not vouch for its store: Generation says so, and List
+// and Get ask the API server.
+//
 // Updates and deletes by anyone but recond are handed to Options.OnEvent
 // (an update whose only managedFields change is in recond's entries is
-// recond's own). It is a leaf: it does not import package reconcile.
+// recond's own; so are the delete of an object recond said it was
+// deleting, Cache.Deleting, and its updates while it terminates). It is a
+// leaf: it does not import package reconcile.
 package watch

@@ -36,7 +36,13 @@ type kindInformer struct {
 	lists    int
 	watches  int
 	restarts int
+	checks   int
 	lastSeen time.Time
+	// listedAt is when the informer's last full list succeeded, checkedAt
+	// when a check last found its store as the API server's (check.go).
+	listedAt, checkedAt time.Time
+	// lastErr is the error of the last list or watch request, nil once
+	// one succeeds.
 	lastErr  error
 	relistAt time.Time
 }
@@ -50,7 +56,7 @@ func (c *Cache) start(key informerKey, m *meta.RESTMapping, prev *kindInformer) 
 	var lw cache.ListerWatcher = c.listWatch(k, c.dyn.Resource(m.Resource).Namespace(c.namespace))
 	if prev != nil {
 		prev.mu.Lock()
-		k.lists, k.watches, k.restarts = prev.lists, prev.watches, prev.restarts+1
+		k.lists, k.watches, k.restarts, k.checks = prev.lists, prev.watches, prev.restarts+1, prev.checks
 		prev.mu.Unlock()
 		lw = listOnly{lw.(*cache.ListWatch)}
 	}
@@ -83,6 +89,10 @@ func (c *Cache) start(key informerKey, m *meta.RESTMapping, prev *kindInformer) 
 		defer c.wg.Done()
 		k.inf.RunWithContext(ctx)
 	}()
+	if c.opts.CheckEvery > 0 {
+		c.wg.Add(1)
+		go c.checks(ctx, k)
+	}
 	return k
 }
 
@@ -101,10 +111,11 @@ func (c *Cache) listWatch(k *kindInformer, ri dynamic.ResourceInterface) *cache.
 			o.LabelSelector = k.key.selector
 			k.noteList(c.opts.RelistPeriod)
 			l, err := ri.List(ctx, o)
-			if err == nil {
-				k.clearErr()
-				k.touch() // a full list is the truth as of now
+			if err != nil {
+				k.noteErr(ctx, err)
+				return l, err
 			}
+			k.listed()
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -127,6 +138,11 @@ func (c *Cache) listWatch(k *kindInformer, ri dynamic.ResourceInterface) *cache.
 			}
 			w, err := ri.Watch(ctx, o)
 			if err != nil {
+				// The reflector retries some failures (connection refused,
+				// 429) without telling its error handler: noted here, so
+				// that the cache does not vouch for a store that no watch
+				// feeds.
+				k.noteErr(ctx, err)
 				return nil, err
 			}
 			k.clearErr()
@@ -166,6 +182,34 @@ func (k *kindInformer) clearErr() {
 	k.mu.Lock()
 	k.lastErr = nil
 	k.mu.Unlock()
+}
+
+// noteErr records a failed list or watch request, unless it failed because
+// the informer is being stopped.
+func (k *kindInformer) noteErr(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	k.mu.Lock()
+	k.lastErr = err
+	k.mu.Unlock()
+}
+
+// listed records a full list that succeeded: the truth as of now.
+func (k *kindInformer) listed() {
+	now := time.Now()
+	k.mu.Lock()
+	k.lastErr = nil
+	k.lastSeen, k.listedAt = now, now
+	k.mu.Unlock()
+}
+
+// failing returns the error of the informer's last list or watch request,
+// nil when it succeeded: while it is set, no watch feeds the store.
+func (k *kindInformer) failing() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lastErr
 }
 
 // stale reports whether k, synced, has seen nothing for longer than after,
@@ -352,10 +396,15 @@ func (c *Cache) dispatch() {
 		case <-c.ctx.Done():
 			return
 		case p := <-c.events:
+			if c.ownDelete(p) {
+				c.own.events.Add(1)
+				continue
+			}
 			ev := Event{Kind: p.kind, Name: p.new.GetName(), Type: EventDelete, At: p.at}
 			if p.old != nil {
 				own, mgr, sub := classifyUpdate(p.old, p.new, c.opts.Manager)
 				if own {
+					c.own.events.Add(1)
 					continue
 				}
 				ev.Type, ev.Manager, ev.Subresource = EventUpdate, mgr, sub
