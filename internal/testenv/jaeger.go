@@ -23,13 +23,10 @@ type Jaeger struct {
 }
 
 // StartJaeger starts the Jaeger binary named by $JAEGER_BIN (the Makefile
-// builds it) and stops it when the test ends.
+// builds it; ToolBin) and stops it when the test ends.
 func StartJaeger(t testing.TB) *Jaeger {
 	t.Helper()
-	bin := os.Getenv("JAEGER_BIN")
-	if bin == "" {
-		t.Fatal("JAEGER_BIN is not set: run the tests with `make test`, which builds Jaeger")
-	}
+	bin := ToolBin(t, "JAEGER_BIN", "make tools")
 	ports := freePorts(t, 4)
 	j := &Jaeger{
 		OTLPGRPC: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
