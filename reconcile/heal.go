@@ -1,8 +1,12 @@
 package reconcile
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"recond.dev/recond/reconcile/diff"
 )
@@ -87,6 +91,47 @@ func (r *Reconciler) Noticed(kind, name, subresource string, at time.Time) {
 		r.Changed(kind, name, at)
 	}
 	r.TriggerBurst(TriggerWatch, HealDebounce)
+}
+
+// OwnDeletes is implemented by a Live that hands watch events to Noticed
+// (the watch cache): told before recond deletes an object, it keeps the
+// object's delete event (and its updates while it terminates) from
+// Noticed, so that recond's own prune neither asks for a tick nor counts
+// as drift healed when a later revision creates the object again.
+type OwnDeletes interface {
+	// Deleting is called before the delete request of the object with
+	// uid, whose event may come back before its answer; NotDeleting when
+	// the request failed.
+	Deleting(uid types.UID)
+	NotDeleting(uid types.UID)
+}
+
+// deleting tells the watch cache, if there is one, that recond is about
+// to delete live; the returned function takes the request's error, and
+// takes the notice back when it failed. A delete recond makes of an object
+// the watches see (a prune; a recreate's or a hook's as well) goes through
+// it, so that its event is not taken for another manager's.
+func (r *Reconciler) deleting(live *unstructured.Unstructured) func(error) {
+	od, ok := r.live.(OwnDeletes)
+	uid := live.GetUID()
+	if !ok || uid == "" {
+		return func(error) {}
+	}
+	od.Deleting(uid)
+	return func(err error) {
+		if err != nil {
+			od.NotDeleting(uid)
+		}
+	}
+}
+
+// prune deletes live, an owned object that left Git, as its own delete
+// (deleting): cluster.Client.Prune.
+func (r *Reconciler) prune(ctx context.Context, live *unstructured.Unstructured) error {
+	done := r.deleting(live)
+	err := r.kube.Prune(ctx, live)
+	done(err)
+	return err
 }
 
 // backingOff reports whether self-heal writes to key are held back, and

@@ -64,7 +64,12 @@ type Loop struct {
 	wakeMu  sync.Mutex
 	wakeFor time.Time
 	wake    *time.Timer
-	log     *slog.Logger
+	// fetches paces the source (pace.go).
+	fetches fetchPace
+	// restarts is the watch caches' restarts counted by the ticks so far
+	// (restartsSince).
+	restarts atomic.Int64
+	log      *slog.Logger
 }
 
 func newLoop(log *slog.Logger) *Loop {

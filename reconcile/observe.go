@@ -156,6 +156,15 @@ func (r *Reconciler) listUnowned(ctx context.Context, k schema.GroupVersionKind,
 	return out, nil
 }
 
+// restartsSince returns how many of the watch caches' restarts (total,
+// from LiveCost, since the start) no tick has counted yet: a cache is
+// restarted by the read that finds it stale, within a tick, or by its
+// check between ticks (its store found behind), which the next tick
+// counts.
+func (l *Loop) restartsSince(total int64) int64 {
+	return total - l.restarts.Swap(total)
+}
+
 // inventoryKind returns the inventory's entry for gk.
 func inventoryKind(inv *inventory, gk schema.GroupKind) schema.GroupVersionKind {
 	for _, k := range inv.Kinds {

@@ -9,7 +9,8 @@ import (
 // LiveGeneration is implemented by a Live that can tell when what it
 // returns has changed (the watch cache): Generation moves with every change
 // of any object it holds; ok is false when it cannot vouch for its stores
-// (not synced, or stale), and the tick must List.
+// (not synced, stale, or a watch whose last request failed: the API server
+// unreachable), and the tick must List.
 type LiveGeneration interface {
 	Generation() (gen uint64, ok bool)
 }

@@ -32,7 +32,7 @@ import (
 func (r *Reconciler) read(ctx context.Context, st *State) error {
 	for {
 		fctx, span := startSpan(ctx, "recond.git.fetch", attribute.String("recond.source", r.src.DisplayURL()))
-		rev, err := r.src.Fetch(fctx)
+		rev, err := r.fetch(fctx, st)
 		span.SetAttributes(attribute.String("recond.revision", rev.SHA), attribute.Bool("recond.fetched", rev.Fetched))
 		endSpan(span, err)
 		if err != nil {

@@ -57,7 +57,9 @@ type ObserveCost struct {
 	// an event or a bookmark.
 	CacheAge time.Duration
 	// Restarts is caches restarted because they had seen nothing for the
-	// stale limit (--watch-stale-after): a stalled watch, or a quiet kind.
+	// stale limit (--watch-stale-after): a stalled watch, or a quiet kind;
+	// or because a check found their store behind (--watch-check-every).
+	// A tick's counts those since the last tick.
 	Restarts int64
 }
 

@@ -124,7 +124,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	if costs {
 		after := lc.Cost()
 		res.Observe = &ObserveCost{Calls: after.Calls - before.Calls, SyncWait: after.SyncWait - before.SyncWait, CacheAge: after.CacheAge,
-			Restarts: after.Restarts - before.Restarts}
+			Restarts: r.restartsSince(after.Restarts)}
 	}
 	res.BackingOff = st.BackingOff
 	res.Revision, res.Fetched, res.Superseded, res.HooksWaiting, res.Chart = st.Revision, st.Fetched, st.Superseded, st.HooksWaiting, st.Chart
