@@ -15,4 +15,12 @@
 //
 // The loop is stopped before the Lease is released, so a standby never
 // starts writing while the old leader is still finishing an object.
+//
+// ModeClaim holds the Lease for one pod per instance at about no cost: the
+// process takes it at start from whoever holds it, and renews it only every
+// third of Config.ClaimDuration (ten minutes by default). That renewal is
+// the claimant's sign of life: one that dies without releasing the Lease
+// holds it for ClaimDuration after its last renewal at most, then a process
+// that campaigns with renewals takes it over, and State.Overdue tells such a
+// process, meanwhile, that the holder has most likely stopped.
 package leader

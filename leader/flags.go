@@ -11,7 +11,8 @@ import (
 // with their defaults (client-go's, as controller-runtime uses them). The
 // caller fills in Namespace, Lease and Identity.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Mode, "leader-elect-mode", ModeRenew, "how the Lease is held: renew (renewed every retry period; standbys take over a lease duration after the holder stops) or claim (taken at start from whoever holds it and never renewed: no request while nothing changes; only for one pod per instance, replicas: 1 and strategy: Recreate)")
+	fs.StringVar(&c.Mode, "leader-elect-mode", ModeRenew, "how the Lease is held: renew (renewed every retry period; standbys take over a lease duration after the holder stops) or claim (taken at start from whoever holds it, renewed only every third of --leader-elect-claim-duration: about no request while nothing changes; only for one pod per instance, replicas: 1 and strategy: Recreate)")
+	fs.DurationVar(&c.ClaimDuration, "leader-elect-claim-duration", DefaultClaimDuration, "with --leader-elect-mode=claim: the term a claim writes in the Lease, renewed every third of it; a claiming process that dies without releasing the Lease holds it this long after its last renewal at most, then a renew-mode process or recond sync takes it over")
 	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the last renewal before taking over")
 	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading")
 	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "time between attempts to acquire or renew the Lease")
@@ -24,6 +25,12 @@ func (c *Config) Validate() error {
 	}
 	if !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0) {
 		return errors.New("leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0")
+	}
+	if c.ClaimDuration != 0 && c.ClaimDuration < 3*c.RetryPeriod {
+		return errors.New("--leader-elect-claim-duration must be at least three --leader-elect-retry-period (it is renewed every third of it)")
+	}
+	if c.ClaimDuration%time.Second != 0 {
+		return errors.New("--leader-elect-claim-duration must be whole seconds (the Lease keeps seconds)")
 	}
 	return nil
 }

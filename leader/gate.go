@@ -35,6 +35,9 @@ func (e *Elector) MayWrite() error {
 	case e.cfg.Mode != ModeClaim && now.Sub(e.renewed) > e.cfg.RenewDeadline:
 		return fmt.Errorf("%w: lease %s last renewed %s ago, longer than the renew deadline %s: another process may hold it by now",
 			ErrNotWriter, e.describe(), now.Sub(e.renewed).Round(time.Millisecond), e.cfg.RenewDeadline)
+	case e.cfg.Mode == ModeClaim && now.Sub(e.renewed) > e.claimDeadline():
+		return fmt.Errorf("%w: lease %s last renewed %s ago, longer than two thirds of its claim (%s): another process may take it over at its end",
+			ErrNotWriter, e.describe(), now.Sub(e.renewed).Round(time.Millisecond), e.claimDuration())
 	}
 	return nil
 }
@@ -63,6 +66,7 @@ type observation struct {
 	holder  string
 	uid     types.UID
 	expires time.Time
+	renewed time.Time
 }
 
 func observationOf(lease *coordv1.Lease) observation {
@@ -74,6 +78,7 @@ func observationOf(lease *coordv1.Lease) observation {
 		o.holder = *h
 	}
 	if r, d := lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds; r != nil && d != nil {
+		o.renewed = r.Time
 		o.expires = r.Add(time.Duration(*d) * time.Second)
 	}
 	return o
@@ -166,14 +171,21 @@ func (e *Elector) wrote(lease *coordv1.Lease, start time.Time, created bool) {
 	}
 }
 
-// lose ends this process's leadership: MayWrite refuses from now on, and
-// lead's context is cancelled with the reason. The caller holds e.mu.
+// lose ends this process's leadership because another process took the
+// Lease, or it is gone: MayWrite refuses from now on, and lead's context
+// is cancelled with the reason. The caller holds e.mu.
 func (e *Elector) lose(why string) {
-	if e.lost != nil || !e.held {
-		return
-	}
 	if e.cfg.Mode == ModeClaim {
 		why += claimAdvice
+	}
+	e.end(why)
+}
+
+// end is lose without the advice a claim's loss to another process gets.
+// The caller holds e.mu.
+func (e *Elector) end(why string) {
+	if e.lost != nil || !e.held {
+		return
 	}
 	e.lost = fmt.Errorf("%w %s: %s", ErrLost, e.describe(), why)
 	e.log.Error("leadership lost: no more writes", "lease", e.cfg.Lease, "identity", e.cfg.Identity, "reason", why)

@@ -33,10 +33,12 @@ type Config struct {
 	// attempts.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Mode is how the Lease is held: ModeRenew ("" too) or ModeClaim.
-	// Only Run looks at it; with ModeClaim, RetryPeriod paces the retries
-	// of a claim the API server refused and RenewDeadline bounds each
-	// request.
+	// With ModeClaim, RetryPeriod paces the retries of a claim or renewal
+	// the API server refused and RenewDeadline bounds each request.
 	Mode string
+	// ClaimDuration is the term a claim (ModeClaim) writes in the Lease;
+	// the holder renews it every third of it. DefaultClaimDuration when 0.
+	ClaimDuration time.Duration
 	// Failed, when set, is told every failed request on the Lease, as a
 	// *LeaseError (metrics count them).
 	Failed func(error)
@@ -50,11 +52,26 @@ type State struct {
 	Holder string
 	// Expires is when the holder's term ends by the Lease's own record (its
 	// last renewal plus its duration, by the holder's clock); zero when not
-	// known. A holder whose term has not ended is taken to be alive.
+	// known. A holder whose term has not ended may still write.
 	Expires time.Time
+	// Renewed is the holder's last renewal by the Lease's record; zero
+	// when not known. See Overdue.
+	Renewed time.Time
 	// WaitUntil is set while this process holds the Lease but waits before
 	// its first write: it took over a Lease it did not see expire.
 	WaitUntil time.Time
+}
+
+// Overdue reports whether, at now, the holder has gone without renewing
+// the Lease for more than half its term: a live holder renews well within
+// that (every retry period with ModeRenew, every third of its claim with
+// ModeClaim), so it has most likely stopped without releasing the Lease,
+// which it holds until Expires all the same. False when not known.
+func (s State) Overdue(now time.Time) bool {
+	if s.Renewed.IsZero() || !s.Expires.After(s.Renewed) {
+		return false
+	}
+	return now.Sub(s.Renewed) > s.Expires.Sub(s.Renewed)/2
 }
 
 // ErrLost is returned by Run when the Lease was lost while leading: the
@@ -263,7 +280,7 @@ func (e *Elector) Run(ctx context.Context, observe func(State), lead func(ctx co
 				e.mu.Lock()
 				s := State{Holder: identity}
 				if e.last.holder == identity {
-					s.Expires = e.last.expires
+					s.Expires, s.Renewed = e.last.expires, e.last.renewed
 				}
 				e.mu.Unlock()
 				log.Info("standby: another process holds the lease; waiting to take over", "lease", cfg.Lease, "holder", identity)

@@ -11,10 +11,13 @@ import (
 	"recond.dev/recond/reconcile"
 )
 
-// busyError is the Lease held by another live process of the instance.
+// busyError is the Lease held by another process of the instance, live or
+// overdue (leader.State.Overdue: it has most likely stopped without
+// releasing the Lease, which it holds until expires all the same).
 type busyError struct {
-	holder  string
-	expires time.Time
+	holder           string
+	renewed, expires time.Time
+	overdue          bool
 }
 
 func (e *busyError) Error() string { return "the lease is held by " + e.holder }
@@ -72,7 +75,7 @@ func (a *app) sync(ctx context.Context) int {
 	defer timer.Stop()
 	observe := func(s leader.State) {
 		if wait == 0 && !s.Leading && s.Holder != "" && s.Holder != a.elector.Identity() && time.Now().Before(s.Expires) {
-			refuse(&busyError{holder: s.Holder, expires: s.Expires})
+			refuse(&busyError{holder: s.Holder, renewed: s.Renewed, expires: s.Expires, overdue: s.Overdue(time.Now())})
 		}
 	}
 	err := a.elector.Run(cctx, observe, func(lctx context.Context) {
@@ -98,6 +101,10 @@ func (a *app) sync(ctx context.Context) int {
 		return exitCode(res)
 	case err != nil:
 		a.log.Error("leader election", "error", err)
+	case errors.As(cause, &busy) && busy.overdue:
+		a.log.Error("another process of this instance holds the lease but has not renewed it for over half its term: it has most likely stopped without releasing it, and holds it until the term ends; then any process takes it over: `recond sync --wait-for-lease DURATION` waits for that (or delete the Lease if that process is gone); nothing done",
+			"lease", lease, "holder", busy.holder, "renewed", busy.renewed.Format(time.RFC3339), "expires", busy.expires.Format(time.RFC3339),
+			"expires_in", time.Until(busy.expires).Round(time.Second).String())
 	case errors.As(cause, &busy):
 		a.log.Error("another process of this instance holds the lease and ticks on its own: `recond trigger --url <its --listen address>` asks it for a tick now (POST /api/v1/sync, with its --sync-token-file); or run `recond sync --wait-for-lease DURATION` to wait for the lease; nothing done",
 			"lease", lease, "holder", busy.holder, "expires", busy.expires.Format(time.RFC3339))
