@@ -505,7 +505,8 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 			r.validated.add(c.Desired, r.equivalent)
 		}
 	}
-	if errors.Is(err, errStopped) {
+	var suspended *SuspendedError
+	if errors.Is(err, errStopped) || errors.As(err, &suspended) {
 		return nil, err
 	}
 	// A refusal of an immutable field is reason immutable, or, with
