@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"recond.dev/recond/internal/redact"
+	"recond.dev/recond/reconcile/keys"
 )
 
 // Sensitive are values that are secret wherever they appear, not only in a
@@ -86,7 +87,7 @@ func (w *walker) maskPath(path string) string {
 // restarted recond) masks every difference in those fields, on both sides:
 // the live object may still hold an old decrypted value that no process
 // knows any more. It names paths, never a value.
-const MaskedFieldsAnnotation = "recond.dev/masked-fields"
+const MaskedFieldsAnnotation = keys.AnnotationMaskedFields
 
 // Fields are the fields of obj (a decoded object) that hold a value of s,
 // as MaskedFieldsAnnotation writes them, sorted; nil for none.
