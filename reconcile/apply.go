@@ -353,7 +353,7 @@ func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
 		}
 		results, err := r.inWave(ctx, st, wave, func(ctx context.Context, c diff.Change) outcome {
 			octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(diff.Delete)))
-			err := r.prune(octx, c.Live)
+			err := r.kube.Prune(octx, c.Live)
 			if apierrors.IsConflict(err) {
 				// Changed since observed: its watch event is on the way,
 				// and the next tick judges it again.

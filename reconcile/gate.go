@@ -68,7 +68,7 @@ func objectWrite(w cluster.Write) bool {
 }
 
 // Admit implements cluster.Gate.
-func (g *writeGate) Admit(ctx context.Context, w cluster.Write) (func(), error) {
+func (g *writeGate) Admit(ctx context.Context, w cluster.Write) (func(error), error) {
 	r := g.r
 	if r.cfg.DryRun {
 		return nil, errDryRunWrite
@@ -94,11 +94,19 @@ func (g *writeGate) Admit(ctx context.Context, w cluster.Write) (func(), error) 
 			return nil, &writerule.Refusal{Write: w, Rule: "claims", Reason: writerule.ReasonInvalid, Why: why}
 		}
 	}
+	// recond's own delete (a prune, a recreate's, a hook's) is told to the
+	// watch caches before it is sent: its event asks for no tick and is no
+	// drift to heal.
+	deleted := func(error) {}
+	if w.Verb == cluster.VerbDelete && w.Live != nil {
+		deleted = r.deleting(w.Live)
+	}
 	g.mu.Lock()
 	g.inflight++
 	g.mu.Unlock()
 	var once sync.Once
-	return func() {
+	return func(err error) {
+		deleted(err)
 		once.Do(func() {
 			g.mu.Lock()
 			defer g.mu.Unlock()

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -108,9 +107,9 @@ type OwnDeletes interface {
 
 // deleting tells the watch cache, if there is one, that recond is about
 // to delete live; the returned function takes the request's error, and
-// takes the notice back when it failed. A delete recond makes of an object
-// the watches see (a prune; a recreate's or a hook's as well) goes through
-// it, so that its event is not taken for another manager's.
+// takes the notice back when it failed. The write gate calls it for every
+// delete recond makes (a prune, a recreate's, a hook's), so that its event
+// is not taken for another manager's.
 func (r *Reconciler) deleting(live *unstructured.Unstructured) func(error) {
 	od, ok := r.live.(OwnDeletes)
 	uid := live.GetUID()
@@ -123,15 +122,6 @@ func (r *Reconciler) deleting(live *unstructured.Unstructured) func(error) {
 			od.NotDeleting(uid)
 		}
 	}
-}
-
-// prune deletes live, an owned object that left Git, as its own delete
-// (deleting): cluster.Client.Prune.
-func (r *Reconciler) prune(ctx context.Context, live *unstructured.Unstructured) error {
-	done := r.deleting(live)
-	err := r.kube.Prune(ctx, live)
-	done(err)
-	return err
 }
 
 // backingOff reports whether self-heal writes to key are held back, and

@@ -92,7 +92,7 @@ func (c *Client) Seed(ctx context.Context, name string, create bool) ([]byte, er
 			return nil, fmt.Errorf("create secret %s: %w", name, err)
 		}
 		_, err = res.Create(ctx, obj, metav1.CreateOptions{FieldManager: "recond"})
-		done()
+		done(err)
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create secret %s: %w", name, err)
 		}

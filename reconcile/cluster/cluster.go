@@ -229,14 +229,14 @@ func (c *Client) ApplyFor(ctx context.Context, w Write, live *unstructured.Unstr
 
 // apply applies obj: with w, a write the gate admits first; without, a
 // dry run.
-func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, w *Write) (*unstructured.Unstructured, error) {
+func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, w *Write) (_ *unstructured.Unstructured, err error) {
 	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 	if w != nil {
 		done, err := c.admit(ctx, *w)
 		if err != nil {
 			return nil, err
 		}
-		defer done()
+		defer func() { done(err) }()
 	} else {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
@@ -263,13 +263,13 @@ func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, w *W
 // (relabelled for another instance, edited, re-created) is left alone and
 // the server answers with a conflict (apierrors.IsConflict): look again.
 // An object already gone is not an error.
-func (c *Client) Prune(ctx context.Context, live *unstructured.Unstructured) error {
+func (c *Client) Prune(ctx context.Context, live *unstructured.Unstructured) (err error) {
 	gvk, name := live.GroupVersionKind(), live.GetName()
 	done, err := c.admit(ctx, Write{Purpose: PurposePrune, Verb: VerbDelete, GVK: gvk, Name: name, Live: live})
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer func() { done(err) }()
 	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return err
@@ -291,13 +291,13 @@ func (c *Client) Prune(ctx context.Context, live *unstructured.Unstructured) err
 // DeleteForeground deletes live, its dependents first (foreground
 // propagation), only while it has live's UID, to recreate it. An object
 // already gone is not an error.
-func (c *Client) DeleteForeground(ctx context.Context, live *unstructured.Unstructured) error {
+func (c *Client) DeleteForeground(ctx context.Context, live *unstructured.Unstructured) (err error) {
 	gvk, name, uid := live.GroupVersionKind(), live.GetName(), live.GetUID()
 	done, err := c.admit(ctx, Write{Purpose: PurposeRecreate, Verb: VerbDelete, GVK: gvk, Name: name, Live: live})
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer func() { done(err) }()
 	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return err
@@ -313,14 +313,14 @@ func (c *Client) DeleteForeground(ctx context.Context, live *unstructured.Unstru
 // ApplyAs server-side applies obj as manager (not recond's own field
 // manager: what it sets is never removed by recond's applies), forcing
 // conflicts.
-func (c *Client) ApplyAs(ctx context.Context, w Write, manager string) (*unstructured.Unstructured, error) {
+func (c *Client) ApplyAs(ctx context.Context, w Write, manager string) (_ *unstructured.Unstructured, err error) {
 	obj := w.Object
 	w.Verb, w.GVK, w.Name = VerbApply, obj.GroupVersionKind(), obj.GetName()
 	done, err := c.admit(ctx, w)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer func() { done(err) }()
 	ri, _, err := c.resource(obj.GroupVersionKind())
 	if err != nil {
 		return nil, err
@@ -334,14 +334,14 @@ func (c *Client) ApplyAs(ctx context.Context, w Write, manager string) (*unstruc
 
 // MergePatch applies a JSON merge patch (RFC 7386: a null removes a key)
 // to the object w names, as manager.
-func (c *Client) MergePatch(ctx context.Context, w Write, patch []byte, manager string) (*unstructured.Unstructured, error) {
+func (c *Client) MergePatch(ctx context.Context, w Write, patch []byte, manager string) (_ *unstructured.Unstructured, err error) {
 	w.Verb = VerbPatch
 	gvk, name := w.GVK, w.Name
 	done, err := c.admit(ctx, w)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer func() { done(err) }()
 	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return nil, err
@@ -356,14 +356,14 @@ func (c *Client) MergePatch(ctx context.Context, w Write, patch []byte, manager 
 // Delete deletes w.Live with background propagation, for w's purpose, only
 // while it has its UID: an object re-created since it was observed is left
 // alone. An object already gone is not an error.
-func (c *Client) Delete(ctx context.Context, w Write) error {
+func (c *Client) Delete(ctx context.Context, w Write) (err error) {
 	w.Verb, w.GVK, w.Name = VerbDelete, w.Live.GroupVersionKind(), w.Live.GetName()
 	gvk, name, uid := w.GVK, w.Name, w.Live.GetUID()
 	done, err := c.admit(ctx, w)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer func() { done(err) }()
 	ri, _, err := c.resource(gvk)
 	if err != nil {
 		return err

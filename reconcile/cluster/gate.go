@@ -62,10 +62,11 @@ type Write struct {
 }
 
 // Gate is asked before every write the Client makes. A nil error lets the
-// write through; done is then called once the request returned. Nothing
-// else in recond reaches the API server's write verbs (TestEveryWriteIsGated).
+// write through; done is then called once the request returned, with its
+// error. Nothing else in recond reaches the API server's write verbs
+// (TestEveryWriteIsGated).
 type Gate interface {
-	Admit(ctx context.Context, w Write) (done func(), err error)
+	Admit(ctx context.Context, w Write) (done func(error), err error)
 }
 
 // ErrNoGate is a write asked of a Client that has no gate: refused, so that
@@ -76,7 +77,7 @@ var ErrNoGate = errors.New("refused to write: no write gate")
 func (c *Client) SetGate(g Gate) { c.gate = g }
 
 // admit asks the gate about w.
-func (c *Client) admit(ctx context.Context, w Write) (func(), error) {
+func (c *Client) admit(ctx context.Context, w Write) (func(error), error) {
 	if c.gate == nil {
 		return nil, ErrNoGate
 	}
@@ -85,7 +86,7 @@ func (c *Client) admit(ctx context.Context, w Write) (func(), error) {
 		return nil, err
 	}
 	if done == nil {
-		done = func() {}
+		done = func(error) {}
 	}
 	return done, nil
 }

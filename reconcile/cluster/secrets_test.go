@@ -75,7 +75,7 @@ func TestSecretApplyErrorQuotesNoValue(t *testing.T) {
 // what the API server answers.
 type allowAll struct{}
 
-func (allowAll) Admit(context.Context, Write) (func(), error) { return func() {}, nil }
+func (allowAll) Admit(context.Context, Write) (func(error), error) { return func(error) {}, nil }
 
 func TestSecretSafe(t *testing.T) {
 	const v = "Hunter2-xyz"
