@@ -652,7 +652,7 @@ func fleetCommand() string {
 var fleetModeDoc = map[string]string{
 	"list":        "one `recond run` process per namespace (the binary, leader election on) with `--observe=list`",
 	"watch":       "one `recond run` process per namespace (the binary, leader election on) with `--observe=watch`",
-	"watch-claim": "the same with `--observe=watch --leader-elect-mode=claim`: each process claims its Lease once at start and never renews it",
+	"watch-claim": "the same with `--observe=watch --leader-elect-mode=claim`: each process claims its Lease once at start and renews it only every third of `--leader-elect-claim-duration` (10m: never within a run)",
 	fluxMode: "Flux's engine holding every namespace in one process (`bench/internal/fluxfleet`), as kustomize-controller " +
 		"with one Kustomization per namespace: 4 reconciles at a time (`--concurrent`), each building the manifests " +
 		"with kustomize from a fresh temporary directory, applying them with `ApplyAllStaged` and kustomize-controller's " +

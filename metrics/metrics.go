@@ -260,7 +260,7 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 		}),
 		watchRestarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "watch_restarts_total",
-			Help: "Watch caches restarted (a fresh LIST and a new watch) because they had seen no event, bookmark or list for --watch-stale-after.",
+			Help: "Watch caches restarted (a fresh LIST and a new watch) because they had seen no event, bookmark or list for --watch-stale-after, or because the check of --watch-check-every found their store behind the API server.",
 		}),
 		resourcesHealth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "resources_health", Help: "Desired objects by health at the last health assessment.",

@@ -479,7 +479,7 @@ recond_observe_cache_age_seconds 5
 # HELP recond_observe_sync_wait_seconds_total Time the observe phase waited for watch caches to sync.
 # TYPE recond_observe_sync_wait_seconds_total counter
 recond_observe_sync_wait_seconds_total 1.5
-# HELP recond_watch_restarts_total Watch caches restarted (a fresh LIST and a new watch) because they had seen no event, bookmark or list for --watch-stale-after.
+# HELP recond_watch_restarts_total Watch caches restarted (a fresh LIST and a new watch) because they had seen no event, bookmark or list for --watch-stale-after, or because the check of --watch-check-every found their store behind the API server.
 # TYPE recond_watch_restarts_total counter
 recond_watch_restarts_total 3
 `
