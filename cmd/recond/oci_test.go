@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -122,16 +123,24 @@ func waitUntil(t *testing.T, log *testenv.SyncBuffer, cond func(string) bool) {
 	}
 }
 
+// signedFixture holds what the real cosign made for TestOCISignedArtifacts:
+// the repository apps/web as an OCI image layout (oci/), whose tag prod is
+// a Flux artifact of cmYAML signed with the key release.pub.
+// testdata/cosign-signed/generate.sh (make fixtures) makes it again.
+const signedFixture = "testdata/cosign-signed"
+
 // TestOCISignedArtifacts: with --verify-artifacts, an artifact signed by
-// the real cosign with a trusted key is applied; an unsigned push of the
-// same tag fails the read with reason forbidden, naming the digest, and
-// what was applied stays.
+// the real cosign with a trusted key (signedFixture) is applied; an
+// unsigned push of the same tag fails the read with reason forbidden,
+// naming the digest, and what was applied stays.
 func TestOCISignedArtifacts(t *testing.T) {
-	c := testenv.NewCosign(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
-	key, pub := c.KeyPair("ecdsa-p256", "release")
-	d1 := reg.PushFluxArtifact(t, "apps/web", "prod", map[string]string{"a.yaml": cmYAML})
-	c.Run("sign", "--key", key, "--tlog-upload=false", "--yes", "--allow-http-registry", reg.Host+"/apps/web@"+d1)
+	if testenv.UpdateFixtures() {
+		writeSignedFixture(t, reg)
+	}
+	testenv.MadeByPinned(t, signedFixture+"/cosign-version", "cosign", "github.com/sigstore/cosign/v2")
+	d1 := reg.Load(t, "apps/web", signedFixture+"/oci")["prod"]
+	pub := signedFixture + "/release.pub"
 	ns := cp.Namespace(t)
 	args := []string{"sync", "--repo", "oci://" + reg.Host + "/apps/web", "--ref", "prod", "--oci-insecure",
 		"--verify-artifacts", "--cosign-keys-file", pub, "--namespace", ns, "--kubeconfig", cp.WriteKubeConfig(t),
@@ -151,5 +160,30 @@ func TestOCISignedArtifacts(t *testing.T) {
 	}
 	if cm.Data["k"] != "v" || cm.Annotations["recond.dev/revision"] != d1 {
 		t.Fatalf("after the refusal: data %v at %q; want what was applied at %s", cm.Data, cm.Annotations["recond.dev/revision"], d1)
+	}
+}
+
+// writeSignedFixture pushes cmYAML as a Flux artifact apps/web:prod, signs
+// it with the real cosign ($COSIGN_BIN) and a key it makes, and writes the
+// repository and the public key into signedFixture.
+func writeSignedFixture(t *testing.T, reg *testenv.Registry) {
+	t.Helper()
+	c := testenv.NewCosign(t)
+	key, pub := c.KeyPair("ecdsa-p256", "release")
+	d := reg.PushFluxArtifact(t, "apps/web", "prod", map[string]string{"a.yaml": cmYAML})
+	c.Run("sign", "--key", key, "--tlog-upload=false", "--yes", "--allow-http-registry", reg.Host+"/apps/web@"+d)
+	if got := c.Escaped(); len(got) > 0 {
+		t.Fatalf("cosign tried to reach beyond the registry: %q", got)
+	}
+	reg.Save(t, "apps/web", signedFixture+"/oci")
+	b, err := os.ReadFile(pub)
+	if err == nil {
+		err = os.WriteFile(signedFixture+"/release.pub", b, 0o644)
+	}
+	if err == nil {
+		err = os.WriteFile(signedFixture+"/cosign-version", []byte(c.Version()+"\n"), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

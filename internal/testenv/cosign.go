@@ -22,8 +22,8 @@ import (
 	"time"
 )
 
-// Cosign is the real cosign ($COSIGN_BIN, which the Makefile builds from
-// tools/cosign), run in an environment of its own: the whole environment
+// Cosign is the real cosign ($COSIGN_BIN, which `make fixtures` builds
+// from tools/cosign), run in an environment of its own: the whole environment
 // is set (no COSIGN_*, SIGSTORE_*, TUF_* or cloud variable of the test's),
 // HOME, TMPDIR and DOCKER_CONFIG in a temporary directory, the Sigstore TUF
 // cache off, and HTTP(S)_PROXY pointing at a trap that records and refuses
@@ -36,17 +36,11 @@ type Cosign struct {
 	trap *proxyTrap
 }
 
-// NewCosign finds cosign, and skips the test when it is missing (`make
-// test` provides it).
+// NewCosign finds cosign ($COSIGN_BIN; ToolBin: `make fixtures` builds
+// it, for the tests that write cosign's signatures into testdata/).
 func NewCosign(t testing.TB) *Cosign {
 	t.Helper()
-	bin := os.Getenv("COSIGN_BIN")
-	if bin == "" {
-		t.Skip("COSIGN_BIN is not set: `make tools` builds cosign from tools/cosign, and `make test` sets COSIGN_BIN")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("COSIGN_BIN %s: %v: `make tools` builds it", bin, err)
-	}
+	bin := ToolBin(t, "COSIGN_BIN", "make fixtures")
 	dir := t.TempDir()
 	for _, d := range []string{"home", "docker", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
@@ -186,6 +180,12 @@ func (p *proxyTrap) requests() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.seen...)
+}
+
+// Version is the version of cosign that runs (its build information).
+func (c *Cosign) Version() string {
+	c.t.Helper()
+	return ToolVersion(c.t, c.bin, "github.com/sigstore/cosign/v2")
 }
 
 // Escaped lists what cosign tried to reach through the proxy: anything

@@ -10,21 +10,33 @@ import (
 	"recond.dev/recond/reconcile/source/cosign"
 )
 
-// TestOCIVerifyArtifacts signs artifacts of a real registry with the real
-// cosign, in both places it puts a signature, and reads them with
-// --verify-artifacts: signed by a trusted key they are read; unsigned,
-// signed by another key, or carrying a signature copied from another
-// digest, the fetch fails with reason forbidden naming the digest (and
-// the key, when the signature names it). A digest is checked once per
-// keys file; another keys file checks it again.
+// verifyFixture holds what the real cosign made for
+// TestOCIVerifyArtifacts: the repository apps/signed as an OCI image layout
+// (oci/), whose artifacts legacy and bundle key a signed in both places
+// cosign puts a signature, other key b signed, and unsigned and copied
+// nobody did; and the public keys a.pub and b.pub.
+// testdata/cosign-verify/generate.sh (make fixtures) makes it again.
+const verifyFixture = "testdata/cosign-verify"
+
+// TestOCIVerifyArtifacts reads artifacts the real cosign signed in a real
+// registry, in both places it puts a signature, with --verify-artifacts:
+// signed by a trusted key they are read; unsigned, signed by another key,
+// or carrying a signature copied from another digest, the fetch fails with
+// reason forbidden naming the digest (and the key, when the signature
+// names it). A digest is checked once per keys file; another keys file
+// checks it again.
 func TestOCIVerifyArtifacts(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a registry and runs cosign")
+		t.Skip("starts a registry")
 	}
-	c := testenv.NewCosign(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{Front: true})
-	keyA, pubA := c.KeyPair("ecdsa-p256", "a")
-	keyB, pubB := c.KeyPair("ed25519", "b")
+	const repo = "apps/signed"
+	if testenv.UpdateFixtures() {
+		writeVerifyFixture(t, reg, repo)
+	}
+	testenv.MadeByPinned(t, verifyFixture+"/cosign-version", "cosign", "github.com/sigstore/cosign/v2")
+	tags := reg.Load(t, repo, verifyFixture+"/oci")
+	pubA, pubB := verifyFixture+"/a.pub", verifyFixture+"/b.pub"
 	idOf := func(pub string) string {
 		b, err := os.ReadFile(pub)
 		if err != nil {
@@ -36,21 +48,12 @@ func TestOCIVerifyArtifacts(t *testing.T) {
 		}
 		return keys[0].ID
 	}
-	const repo = "apps/signed"
-	sign := func(key, digest string, bundle bool) {
-		args := []string{"sign", "--key", key, "--tlog-upload=false", "--yes", "--allow-http-registry"}
-		if bundle {
-			args = append(args, "--new-bundle-format")
+	legacy, unsigned, other, copied := tags["legacy"], tags["unsigned"], tags["other"], tags["copied"]
+	for _, tag := range []string{"legacy", "bundle", "unsigned", "other", "copied"} {
+		if tags[tag] == "" {
+			t.Fatalf("%s/oci has no tag %s: make fixtures writes it", verifyFixture, tag)
 		}
-		c.Run(append(args, reg.Host+"/"+repo+"@"+digest)...)
 	}
-	push := func(tag, value string) string {
-		return reg.PushPlain(t, repo, tag, map[string]string{"a.yaml": ociCM("a", value)})
-	}
-	legacy, bundle, unsigned, other, copied := push("legacy", "1"), push("bundle", "2"), push("unsigned", "3"), push("other", "4"), push("copied", "5")
-	sign(keyA, legacy, false)
-	sign(keyA, bundle, true)
-	sign(keyB, other, true)
 	keys := writeFile(t, t.TempDir()+"/keys.pem", func() string {
 		b, _ := os.ReadFile(pubA)
 		return string(b)
@@ -119,7 +122,42 @@ func TestOCIVerifyArtifacts(t *testing.T) {
 	if _, err := s.Fetch(context.Background()); reasonOfErr(err) != ReasonForbidden {
 		t.Errorf("fetch after the trusted key was removed: %v, want forbidden", err)
 	}
-	if got := c.Escaped(); len(got) > 0 {
-		t.Errorf("cosign tried to reach beyond the registry: %q", got)
+}
+
+// writeVerifyFixture pushes the plain artifacts legacy, bundle, unsigned,
+// other and copied to repo, signs legacy (the .sig tag) and bundle (a
+// bundle referrer) with key a and other with key b (an ed25519 key cosign
+// imports) with the real cosign ($COSIGN_BIN), and writes the repository
+// and the public keys into verifyFixture.
+func writeVerifyFixture(t *testing.T, reg *testenv.Registry, repo string) {
+	t.Helper()
+	c := testenv.NewCosign(t)
+	keyA, pubA := c.KeyPair("ecdsa-p256", "a")
+	keyB, pubB := c.KeyPair("ed25519", "b")
+	sign := func(key, digest string, bundle bool) {
+		args := []string{"sign", "--key", key, "--tlog-upload=false", "--yes", "--allow-http-registry"}
+		if bundle {
+			args = append(args, "--new-bundle-format")
+		}
+		c.Run(append(args, reg.Host+"/"+repo+"@"+digest)...)
 	}
+	push := func(tag, value string) string {
+		return reg.PushPlain(t, repo, tag, map[string]string{"a.yaml": ociCM("a", value)})
+	}
+	legacy, bundle, _, other, _ := push("legacy", "1"), push("bundle", "2"), push("unsigned", "3"), push("other", "4"), push("copied", "5")
+	sign(keyA, legacy, false)
+	sign(keyA, bundle, true)
+	sign(keyB, other, true)
+	if got := c.Escaped(); len(got) > 0 {
+		t.Fatalf("cosign tried to reach beyond the registry: %q", got)
+	}
+	reg.Save(t, repo, verifyFixture+"/oci")
+	for name, pub := range map[string]string{"a.pub": pubA, "b.pub": pubB} {
+		b, err := os.ReadFile(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, verifyFixture+"/"+name, string(b))
+	}
+	writeFile(t, verifyFixture+"/cosign-version", c.Version()+"\n")
 }

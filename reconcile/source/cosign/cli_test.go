@@ -18,26 +18,44 @@ import (
 	"recond.dev/recond/internal/testenv"
 )
 
-// TestCosignCLI signs artifacts of a real registry (distribution 2.8,
-// without a referrers API) with the real cosign, with keys of every kind
-// it makes or imports, in both places, and verifies them: the signature
-// verifies with its key, not with another one, and not once copied to
-// another artifact.
+// cliFixture holds what the real cosign made for TestCosignCLI: the
+// repository apps/signed as an OCI image layout (oci/: one plain artifact
+// per key kind and place, tagged KIND-legacy or KIND-bundle, and cosign's
+// signatures of them), and the public keys (keys/KIND.pub, keys/other.pub).
+// testdata/cosign-cli/generate.sh (make fixtures) makes it again.
+const cliFixture = "testdata/cosign-cli"
+
+// The key kinds cosign makes or imports, and the places it writes a
+// signature: the legacy .sig tag, or an OCI 1.1 referrer holding a bundle.
+var (
+	cliKinds   = []string{"ecdsa-p256", "ecdsa-p384", "ed25519", "rsa-2048"}
+	cliFormats = []string{"legacy", "bundle"}
+)
+
+// TestCosignCLI verifies what the real cosign signed in a real registry
+// (distribution 2.8, without a referrers API), with keys of every kind it
+// makes or imports, in both places: the signature verifies with its key,
+// not with another one, and not once copied to another artifact. The
+// repository cosign wrote is loaded as it was (cliFixture).
 func TestCosignCLI(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a registry and runs cosign")
+		t.Skip("starts a registry")
 	}
-	c := testenv.NewCosign(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	const repo = "apps/signed"
+	if testenv.UpdateFixtures() {
+		writeCLIFixture(t, reg, repo)
+	}
+	testenv.MadeByPinned(t, cliFixture+"/cosign-version", "cosign", "github.com/sigstore/cosign/v2")
+	tags := reg.Load(t, repo, cliFixture+"/oci")
 	ctx := t.Context()
 	rep := reg.Repository(t, repo)
-	_, otherKey := keyPair(t, c, "ecdsa-p256", "other")
+	otherKey := readKey(t, cliFixture+"/keys/other.pub")
 	n := 0
 	push := func() ocispec.Descriptor {
 		t.Helper()
 		n++
-		d := reg.PushPlain(t, repo, "", map[string]string{"cm.yaml": fmt.Sprintf("kind: ConfigMap\nmetadata: {name: cm%d}\n", n)})
+		d := reg.PushPlain(t, repo, "", map[string]string{"cm.yaml": fmt.Sprintf("kind: ConfigMap\nmetadata: {name: copy%d}\n", n)})
 		desc, err := rep.Resolve(ctx, d)
 		if err != nil {
 			t.Fatal(err)
@@ -45,22 +63,18 @@ func TestCosignCLI(t *testing.T) {
 		return desc
 	}
 
-	for _, kind := range []string{"ecdsa-p256", "ecdsa-p384", "ed25519", "rsa-2048"} {
-		keyFile, key := keyPair(t, c, kind, kind)
-		for _, bundle := range []bool{false, true} {
-			name := kind + "/legacy"
-			if bundle {
-				name = kind + "/bundle"
-			}
-			t.Run(name, func(t *testing.T) {
-				target := push()
-				args := []string{"sign", "--key", keyFile, "--tlog-upload=false", "--yes", "--allow-http-registry"}
-				if bundle {
-					args = append(args, "--new-bundle-format")
+	for _, kind := range cliKinds {
+		key := readKey(t, cliFixture+"/keys/"+kind+".pub")
+		for _, format := range cliFormats {
+			bundle := format == "bundle"
+			t.Run(kind+"/"+format, func(t *testing.T) {
+				signed, ok := tags[kind+"-"+format]
+				if !ok {
+					t.Fatalf("%s/oci has no tag %s-%s: make fixtures writes it", cliFixture, kind, format)
 				}
-				out := c.Run(append(args, reg.Host+"/"+repo+"@"+target.Digest.String())...)
-				if kind == "ecdsa-p256" {
-					t.Logf("cosign said:\n%s", out)
+				target, err := rep.Resolve(ctx, signed)
+				if err != nil {
+					t.Fatal(err)
 				}
 
 				id, err := Verify(ctx, rep, target, []Key{otherKey, key})
@@ -102,37 +116,73 @@ func TestCosignCLI(t *testing.T) {
 			})
 		}
 	}
-	if got := c.Escaped(); len(got) > 0 {
-		t.Errorf("cosign tried to reach beyond the registry: %q", got)
-	}
-
-	// The trap does see what would leave the machine: cosign initialize
-	// fetches Sigstore's TUF root.
-	t.Run("sealed", func(t *testing.T) {
-		if _, err := c.Try("initialize"); err == nil {
-			t.Fatal("cosign initialize reached the TUF mirror through the trap")
-		}
-		got := c.Escaped()
-		if !slices.ContainsFunc(got, func(r string) bool { return strings.Contains(r, "sigstore.dev") }) {
-			t.Fatalf("the proxy trap saw %q, want cosign initialize's request to sigstore.dev", got)
-		}
-	})
 }
 
-// keyPair makes a key pair of kind with c and returns the private key
-// file and the public key, as ParseKeys reads cosign's .pub.
-func keyPair(t *testing.T, c *testenv.Cosign, kind, name string) (string, Key) {
+// writeCLIFixture signs, with the real cosign ($COSIGN_BIN), one plain
+// artifact of repo per key kind and place, with keys cosign makes
+// (ecdsa-p256) or imports, and writes the repository and the public keys
+// into cliFixture. cosign runs sealed: what it tries to reach beyond the
+// registry fails the test, and the trap is shown to see such a request.
+func writeCLIFixture(t *testing.T, reg *testenv.Registry, repo string) {
 	t.Helper()
-	keyFile, pubFile := c.KeyPair(kind, name)
-	pub, err := os.ReadFile(pubFile)
-	if err != nil {
+	c := testenv.NewCosign(t)
+	keys := map[string]string{}
+	_, keys["other"] = c.KeyPair("ecdsa-p256", "other")
+	for _, kind := range cliKinds {
+		var keyFile string
+		keyFile, keys[kind] = c.KeyPair(kind, kind)
+		for _, format := range cliFormats {
+			tag := kind + "-" + format
+			d := reg.PushPlain(t, repo, tag, map[string]string{"cm.yaml": "kind: ConfigMap\nmetadata: {name: " + tag + "}\n"})
+			args := []string{"sign", "--key", keyFile, "--tlog-upload=false", "--yes", "--allow-http-registry"}
+			if format == "bundle" {
+				args = append(args, "--new-bundle-format")
+			}
+			out := c.Run(append(args, reg.Host+"/"+repo+"@"+d)...)
+			t.Logf("cosign said:\n%s", out)
+		}
+	}
+	if got := c.Escaped(); len(got) > 0 {
+		t.Fatalf("cosign tried to reach beyond the registry: %q", got)
+	}
+	// The trap does see what would leave the machine: cosign initialize
+	// fetches Sigstore's TUF root.
+	if _, err := c.Try("initialize"); err == nil {
+		t.Fatal("cosign initialize reached the TUF mirror through the trap")
+	}
+	if got := c.Escaped(); !slices.ContainsFunc(got, func(r string) bool { return strings.Contains(r, "sigstore.dev") }) {
+		t.Fatalf("the proxy trap saw %q, want cosign initialize's request to sigstore.dev", got)
+	}
+	reg.Save(t, repo, cliFixture+"/oci")
+	if err := os.MkdirAll(cliFixture+"/keys", 0o755); err != nil {
 		t.Fatal(err)
+	}
+	for name, pub := range keys {
+		data, err := os.ReadFile(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cliFixture+"/keys/"+name+".pub", data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(cliFixture+"/cosign-version", []byte(c.Version()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readKey reads a public key file as ParseKeys reads cosign's .pub.
+func readKey(t *testing.T, path string) Key {
+	t.Helper()
+	pub, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v: make fixtures writes it", err)
 	}
 	keys, err := ParseKeys(pub)
 	if err != nil || len(keys) != 1 {
-		t.Fatalf("ParseKeys(%s): %v, %d keys\n%s", pubFile, err, len(keys), pub)
+		t.Fatalf("ParseKeys(%s): %v, %d keys\n%s", path, err, len(keys), pub)
 	}
-	return keyFile, keys[0]
+	return keys[0]
 }
 
 // copyReferrer pushes a copy of from's bundle referrer whose subject is to
