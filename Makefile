@@ -8,11 +8,18 @@ ETCD_VERSION ?= 3.7.3
 TOOLS_DIR    ?= $(HOME)/.cache/recond
 KUBEBUILDER_ASSETS ?= $(TOOLS_DIR)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
 # Test tools built from their own modules under tools/ (kept out of go.mod);
-# the version in each tools/<tool>/go.mod names the cache directory.
+# the version in each tools/<tool>/go.mod names the cache directory. `make
+# test` builds Jaeger and promtool, which its tests run live; helm, sops and
+# cosign made the fixtures under testdata/ once, and only `make fixtures`
+# (and `make bench`) builds them.
 JAEGER_VERSION := $(shell awk '$$1 == "github.com/jaegertracing/jaeger" {print substr($$2, 2)}' tools/jaeger/go.mod)
 JAEGER_BIN   ?= $(TOOLS_DIR)/jaeger-$(JAEGER_VERSION)/jaeger
 PROMTOOL_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print substr($$2, 2)}' tools/promtool/go.mod)
-PROMTOOL     ?= $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)/promtool
+# promtool without the service discoveries it registers through
+# prometheus/plugins (AWS, Azure, GCE...): Kubernetes', which promtool
+# imports itself, is what the scrape config uses.
+PROMTOOL_TAGS := remove_all_sd
+PROMTOOL     ?= $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)-$(PROMTOOL_TAGS)/promtool
 HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v4" {print substr($$2, 2)}' tools/helm/go.mod)
 HELM_BIN     ?= $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
 SOPS_VERSION := $(shell awk '$$1 == "github.com/getsops/sops/v3" {print substr($$2, 2)}' tools/sops/go.mod)
@@ -30,7 +37,7 @@ export KUBEBUILDER_ASSETS JAEGER_BIN PROMTOOL HELM_BIN SOPS_BIN COSIGN_BIN
 include deploy/deploy.mk
 export K8S_VERSION ETCD_VERSION
 
-.PHONY: all build control-plane tools prometheus chromium age registry screenshots generate verify test test-under-load test-short vet vulncheck fuzz fuzz-short soak demo bench clean
+.PHONY: all build control-plane tools fixture-tools fixtures prometheus chromium age registry screenshots generate verify test test-under-load test-short vet vulncheck fuzz fuzz-short soak demo bench clean
 
 all: build
 
@@ -42,14 +49,23 @@ build:
 control-plane:
 	@hack/build-control-plane.sh $(KUBEBUILDER_ASSETS)
 
-## tools: Jaeger (traces end to end), promtool (rule tests), helm (the chart corpus), sops (encrypted fixtures) and
-## cosign (signed OCI artifacts), built once into $(TOOLS_DIR)
+## tools: the tools the tests run live, built once into $(TOOLS_DIR): Jaeger (traces end to end) and promtool (rule
+## tests)
 tools:
 	@hack/build-tool.sh tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger $(JAEGER_BIN)
-	@hack/build-tool.sh tools/promtool github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL)
+	@TOOL_TAGS=$(PROMTOOL_TAGS) hack/build-tool.sh tools/promtool github.com/prometheus/prometheus/cmd/promtool $(PROMTOOL)
+
+## fixture-tools: helm (the chart corpus, charts as pushed), sops (encrypted files) and cosign (signed OCI artifacts),
+## built once into $(TOOLS_DIR): what makes the fixtures under testdata/
+fixture-tools:
 	@hack/build-tool.sh tools/helm helm.sh/helm/v4/cmd/helm $(HELM_BIN)
 	@hack/build-tool.sh tools/sops github.com/getsops/sops/v3/cmd/sops $(SOPS_BIN)
 	@hack/build-tool.sh tools/cosign github.com/sigstore/cosign/v2/cmd/cosign $(COSIGN_BIN)
+
+## fixtures: what the real tools make once, made again into testdata/ (helm template's output, charts as helm pushed
+## them, cosign's signatures, SOPS-encrypted files and their keys, the monitoring CRDs): every testdata/*/generate.sh
+fixtures: control-plane fixture-tools age registry
+	@hack/fixtures.sh
 
 ## prometheus: a Prometheus server for the end-to-end alert test (Debian's package, if missing)
 prometheus:
@@ -88,17 +104,17 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# The packages whose tests also run with the race detector (the loop, Git,
-# the process wiring); the others run without it.
+# The packages whose concurrent tests (hack/race-tests: the loop, waves,
+# watches, render workers, `recond run`) run a second time with the race
+# detector; every test runs once without it.
 RACE_PKGS    := ./reconcile ./reconcile/source ./cmd/recond
-MODULE       := $(shell $(GO) list -m)
 FUZZTIME     ?= 10s
 
-## test: vet, the vulnerability scan, every test against a real kube-apiserver, etcd and Git (the loop, Git and
-## the binary's packages with -race), the fault matrix, then every fuzz target for $(FUZZTIME)
-test: control-plane tools prometheus chromium age registry $(TEST_DEPS) vet vulncheck
-	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -x $(patsubst ./%,-e $(MODULE)/%,$(RACE_PKGS)))
-	$(GO) test -race $(GOTEST_FLAGS) $(RACE_PKGS)
+## test: vet, the vulnerability scan, every test against a real kube-apiserver, etcd and Git, the fault matrix, the
+## concurrent tests of the loop, sources and binary again with -race, then every fuzz target for $(FUZZTIME)
+test: control-plane tools prometheus chromium registry $(TEST_DEPS) vet vulncheck
+	$(GO) test $(GOTEST_FLAGS) ./...
+	@GO=$(GO) GOTEST_FLAGS="$(GOTEST_FLAGS)" hack/race.sh $(RACE_PKGS)
 	@hack/fuzz.sh $(FUZZTIME)
 
 ## vulncheck: govulncheck (golang.org/x/vuln) against an offline database built from golang.org/x/vulndb
@@ -117,7 +133,7 @@ soak: control-plane
 
 ## test-under-load: the webhook, fault-matrix, binary and loop packages 3 times in a row while stress-ng keeps
 ## every core busy (RUNS=, PKGS= to choose)
-test-under-load: control-plane tools prometheus chromium age registry $(TEST_DEPS)
+test-under-load: control-plane tools prometheus chromium registry $(TEST_DEPS)
 	@hack/under-load.sh $(or $(RUNS),3) $(PKGS)
 
 ## test-short: the quick tests only (no control plane)
@@ -129,7 +145,7 @@ test-short:
 ## holding the same 100 namespaces in one process (about 35 minutes; tables into docs/performance.md, plot into
 ## docs/img/bench-converged.png; RECOND_BENCH_N=90,300 for fewer sizes, RECOND_BENCH_FLEET=0 for no fleet), and what
 ## decrypting 100 SOPS-encrypted Secrets costs, an OCI artifact of 1,000 objects against Git, and heal latency on the binary
-bench: control-plane tools age registry
+bench: control-plane tools fixture-tools age registry
 	RECOND_BENCH=1 RECOND_BENCH_DOCS=$(CURDIR)/docs $(GO) test -count=1 -timeout 40m -run '^(TestCompare|TestFleet|TestCharts|TestSOPS|TestOCI|TestHealBinary)$$' -v ./bench/
 
 ## demo: recond holding a namespace of a local control plane against a local repository (and an OCI artifact in a

@@ -3,7 +3,8 @@
 # pin the version), once: a later call finds the binary and returns.
 #
 # It builds with the installed Go unless TOOL_GOTOOLCHAIN names another
-# (a tool that reads recond's sources must be built with recond's toolchain).
+# (a tool that reads recond's sources must be built with recond's toolchain),
+# with the build tags TOOL_TAGS names (comma-separated) if any.
 #
 #   hack/build-tool.sh MODULE_DIR PACKAGE OUTPUT
 set -euo pipefail
@@ -13,6 +14,6 @@ mkdir -p "$(dirname "$out")"
 echo "building $pkg into $out (first time only; several minutes)" >&2
 start=$(date +%s)
 cd "$moddir"
-GOTOOLCHAIN=${TOOL_GOTOOLCHAIN:-local} CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "$out.tmp" "$pkg"
+GOTOOLCHAIN=${TOOL_GOTOOLCHAIN:-local} CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -tags "${TOOL_TAGS:-}" -ldflags "-s -w" -o "$out.tmp" "$pkg"
 mv "$out.tmp" "$out"
 echo "built $(basename "$out") in $(( $(date +%s) - start ))s" >&2
