@@ -109,6 +109,14 @@ func TestHooksNeverReplaceWhatIsNotTheirs(t *testing.T) {
 	if named != 4 {
 		t.Errorf("plan's hooks %+v: want the 4 refused named", plan.Hooks)
 	}
+	// So does a --dry-run tick (its tick log lists the plan), writing
+	// nothing.
+	dry := a.instance("a")
+	dry.repo, dry.url, dry.cfg.DryRun = a.repo, a.url, true
+	dr := dry.tick()
+	if len(dr.Hooks) != 5 {
+		t.Errorf("--dry-run's hooks %+v: want the 5 hooks", dr.Hooks)
+	}
 }
 
 // countWrites wraps h's client with a counter of the requests that write

@@ -47,6 +47,18 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 		}
 		o.Log.InfoContext(ctx, "difference", attrs...)
 	}
+	for _, h := range r.Hooks {
+		// A plan (recond diff, --dry-run): what each hook would create,
+		// delete first, or be refused.
+		attrs := []any{"revision", rev, "hook", h.Hook, "events", strings.Join(h.Events, ","), "weight", h.Weight, "creates", h.Hook}
+		if h.Deletes != "" {
+			attrs = append(attrs, "deletes_first", h.Deletes)
+		}
+		if h.Refused != "" {
+			attrs = append(attrs, "refused", h.Refused)
+		}
+		o.Log.InfoContext(ctx, "hook plan", attrs...)
+	}
 	for _, op := range r.Ops {
 		if op.Err != nil {
 			o.Log.ErrorContext(ctx, "write failed", "object", op.Kind+"/"+op.Name, "action", string(op.Action), "error", op.Err.Error())

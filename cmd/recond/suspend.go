@@ -45,8 +45,8 @@ type suspendAnswer struct {
 	// the suspend request (in flight when it came); the answer comes once
 	// they returned, and nothing is written after it.
 	WritesAfterRequest *int64 `json:"writesAfterRequest,omitempty"`
-	Tick       uint64                `json:"tick"`
-	Status     string                `json:"status"`
+	Tick               uint64 `json:"tick"`
+	Status             string `json:"status"`
 }
 
 // maxSuspendBody bounds the body of a suspend or resume request.
