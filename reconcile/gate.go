@@ -227,7 +227,9 @@ var statefulSetGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind:
 // of this process, or last read), nil otherwise: inWave asks before every
 // call, so that a wave stops at the first write after a suspension.
 func (r *Reconciler) suspendedNow() error {
-	if r.cfg.DryRun {
+	if r.cfg.DryRun || r.gate == nil {
+		// A dry run writes nothing; a Reconciler not made by New has no
+		// gate, and its Client writes nothing either (cluster.ErrNoGate).
 		return nil
 	}
 	if s := r.gate.suspended(time.Now()); s != nil {
