@@ -490,7 +490,7 @@ func demo(recondBin, examples, chart, sops string, interval time.Duration) error
 	if err := ociStep(ctx, cs, recondBin, examples, work, kubeconfig); err != nil {
 		return err
 	}
-	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, stood still while suspended, left one object to a human, survived a crash, held a Helm chart, decrypted its SOPS-encrypted values and followed an OCI artifact by digest; every later tick is converged")
+	say("done: recond created, healed, updated, pruned, assessed health, refused a hostile commit, stopped a runaway render, stood still while suspended, left one object to a human, survived a crash, held a Helm chart, refused its hook that would replace a hand-made Secret, decrypted its SOPS-encrypted values and followed an OCI artifact by digest; every later tick is converged")
 	return nil
 }
 
@@ -708,11 +708,14 @@ func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, s
 	}
 	values := "values-prod.yaml"
 	var keys []string
-	sync := func(what string) error {
-		args := []string{"sync", "--repo", dir, "--namespace", ns, "--name", name, "--helm-values", values,
+	command := func(sub string) *exec.Cmd {
+		args := []string{sub, "--repo", dir, "--namespace", ns, "--name", name, "--helm-values", values,
 			"--kubeconfig", kubeconfig, "--log-format", "text", "--cache-dir", filepath.Join(work, "chart-cache")}
 		args = append(args, keys...)
-		cmd := exec.Command(recondBin, args...)
+		return exec.Command(recondBin, args...)
+	}
+	sync := func(what string) error {
+		cmd := command("sync")
 		var out strings.Builder
 		cmd.Stderr = &out
 		if err := cmd.Run(); err != nil {
@@ -768,7 +771,62 @@ func chartStep(ctx context.Context, cs kubernetes.Interface, recondBin, chart, s
 		return err
 	}
 	fmt.Printf("generated password %s (the same: docs/helm.md)\n", again)
+	if err := gateStep(ctx, cs, repo, ns, name, command, sync); err != nil {
+		return err
+	}
 	return sopsStep(ctx, cs, repo, sops, ns, name, &values, &keys, sync)
+}
+
+// gateStep shows the write gate: a chart commit whose pre-upgrade hook is
+// named like a Secret someone made by hand. recond diff says what the hook
+// would delete and that it is refused; recond sync fails in apply with
+// reason invalid and the Secret keeps its value; the commit is reverted.
+func gateStep(ctx context.Context, cs kubernetes.Interface, repo *demoRepo, ns, name string, command func(string) *exec.Cmd, sync func(string) error) error {
+	say("the write gate: a chart hook may replace only an earlier run of a hook of its own, never an object made by hand (docs/security.md)")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-admin"}, StringData: map[string]string{"password": "made-by-hand"}}
+	made, err := cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Println("kubectl create secret generic db-admin --from-literal=password=... (by hand, not in Git)")
+	const hook = "templates/takeover.yaml"
+	sha, err := repo.edit("a hook named like the hand-made Secret", map[string]func(string) string{hook: func(string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-admin\n  annotations: {\"helm.sh/hook\": pre-upgrade}\nstringData: {password: taken}\n"
+	}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("committed %s: a pre-upgrade hook Secret db-admin (Helm's default policy would delete the Secret and create the hook)\n", sha[:12])
+	out, _ := command("diff").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "hook ") {
+			fmt.Println("  recond diff: " + line)
+		}
+	}
+	cmd := command("sync")
+	var log strings.Builder
+	cmd.Stderr = &log
+	if err := cmd.Run(); err == nil {
+		return fmt.Errorf("recond sync applied a hook that replaces a hand-made Secret")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		if strings.Contains(line, " tick ") {
+			fmt.Println("  " + line)
+		}
+	}
+	kept, err := cs.CoreV1().Secrets(ns).Get(ctx, "db-admin", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if kept.UID != made.UID || string(kept.Data["password"]) != "made-by-hand" {
+		return fmt.Errorf("the hand-made Secret was replaced")
+	}
+	fmt.Println("the hand-made Secret db-admin is as it was: same UID, same password")
+	if sha, err = repo.remove("revert the hook", hook); err != nil {
+		return err
+	}
+	fmt.Printf("reverted in %s\n", sha[:12])
+	return nil
 }
 
 // sopsStep commits a SOPS-encrypted values file to the chart's repository:
