@@ -94,6 +94,10 @@ func classifyAPI(err error) Reason {
 	switch {
 	case apierrors.IsUnauthorized(err):
 		return ReasonAuth
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "while custom resource definition is terminating"):
+		// The kind is going away (its CRD was deleted): the API server
+		// refuses creates until it is gone, then knows the kind no more.
+		return ReasonNotFound
 	case apierrors.IsForbidden(err):
 		return ReasonForbidden
 	case apierrors.IsNotFound(err), apierrors.IsGone(err):

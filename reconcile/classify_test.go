@@ -31,6 +31,7 @@ func TestClassify(t *testing.T) {
 		{"invalid input", Invalidf("x.yaml: ConfigMap/a: bad"), ReasonInvalid},
 		{"manifest", fmt.Errorf("render: %w", &source.ManifestError{File: "a.yaml", Err: errors.New("yaml")}), ReasonInvalid},
 		{"forbidden", fmt.Errorf("list: %w", apierrors.NewForbidden(gr, "", errors.New("rbac"))), ReasonForbidden},
+		{"a kind whose CRD is terminating", fmt.Errorf("apply Widget/w1: %w", apierrors.NewForbidden(schema.GroupResource{Group: "faults.recond.test", Resource: "widgets"}, "w1", errors.New("create not allowed while custom resource definition is terminating"))), ReasonNotFound},
 		{"unsigned commit", fmt.Errorf("fetch file:///r: %w", &source.SignatureError{Commit: "1a2b3c4d5e6f", Err: source.ErrUnsigned}), ReasonForbidden},
 		// The cause matters less than the refusal: an unreadable signature
 		// whose parse error looks like a missing object is still forbidden.
