@@ -5,5 +5,7 @@
 //
 // The names are a contract that alerts and dashboards rely on; see
 // docs/metrics.md, which a test keeps equal to what is registered here.
+// Each metric is defined once, by its entry in families (name, help, type,
+// labels and their closed sets); New walks them.
 // Nothing is registered globally: New takes the caller's Registerer.
 package metrics
