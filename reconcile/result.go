@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
 	"recond.dev/recond/reconcile/source"
@@ -30,31 +31,29 @@ const (
 // Phases lists every phase in tick order.
 var Phases = []Phase{PhaseRead, PhaseObserve, PhaseDiff, PhaseApply, PhaseHealth}
 
-// Reason is the closed set of causes a failed phase is classified into.
-type Reason string
+// Reason is the closed set of causes a failed phase is classified into
+// (internal/reason: the one set every package reports in).
+type Reason = reason.Reason
 
 // Every reason a phase can fail with.
 const (
-	ReasonAuth        Reason = "auth"
-	ReasonForbidden   Reason = "forbidden"
-	ReasonNotFound    Reason = "not_found"
-	ReasonInvalid     Reason = "invalid"
-	ReasonConflict    Reason = "conflict"
-	ReasonTimeout     Reason = "timeout"
-	ReasonUnavailable Reason = "unavailable"
-	ReasonOther       Reason = "other"
+	ReasonAuth        = reason.Auth
+	ReasonForbidden   = reason.Forbidden
+	ReasonNotFound    = reason.NotFound
+	ReasonInvalid     = reason.Invalid
+	ReasonConflict    = reason.Conflict
+	ReasonTimeout     = reason.Timeout
+	ReasonUnavailable = reason.Unavailable
+	ReasonOther       = reason.Other
 	// ReasonHook: a chart's hook failed or ran out of time (HookError).
-	ReasonHook Reason = "hook"
+	ReasonHook = reason.Hook
 	// ReasonImmutable: the API server refused a change to a field that
 	// cannot change once set (ImmutableError).
-	ReasonImmutable Reason = "immutable"
+	ReasonImmutable = reason.Immutable
 )
 
 // Reasons lists every Reason, so that labelled series can be pre-initialised.
-var Reasons = []Reason{
-	ReasonAuth, ReasonForbidden, ReasonNotFound, ReasonInvalid,
-	ReasonConflict, ReasonTimeout, ReasonUnavailable, ReasonOther, ReasonHook, ReasonImmutable,
-}
+var Reasons = reason.All
 
 // Outcome is how a tick ended.
 type Outcome string

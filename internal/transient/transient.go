@@ -5,12 +5,14 @@ import (
 	"net"
 	"net/url"
 	"syscall"
+
+	"recond.dev/recond/internal/reason"
 )
 
 // Reasons Reason returns, in the words of the loop's closed set.
 const (
-	Timeout     = "timeout"
-	Unavailable = "unavailable"
+	Timeout     = string(reason.Timeout)
+	Unavailable = string(reason.Unavailable)
 )
 
 // Reason returns Timeout or Unavailable for a failure of the network or

@@ -10,27 +10,28 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/internal/transient"
 	"recond.dev/recond/reconcile/source/oci"
 )
 
 // Reason says why the source could not be read, in the words of the loop's
 // closed set of reasons (reconcile.Reason has the same values).
-type Reason string
+type Reason = reason.Reason
 
 // The reasons an *Error carries.
 const (
-	ReasonAuth        Reason = "auth"
-	ReasonNotFound    Reason = "not_found"
-	ReasonTimeout     Reason = transient.Timeout
-	ReasonUnavailable Reason = transient.Unavailable
-	ReasonOther       Reason = "other"
+	ReasonAuth        = reason.Auth
+	ReasonNotFound    = reason.NotFound
+	ReasonTimeout     = reason.Timeout
+	ReasonUnavailable = reason.Unavailable
+	ReasonOther       = reason.Other
 	// ReasonInvalid: an artifact that recond refuses (oci.go).
-	ReasonInvalid Reason = "invalid"
+	ReasonInvalid = reason.Invalid
 	// ReasonForbidden: an artifact whose signature does not verify, a
 	// redirect recond will not follow (https to http), a render worker
 	// the platform refuses what it asks.
-	ReasonForbidden Reason = "forbidden"
+	ReasonForbidden = reason.Forbidden
 )
 
 // Error is a failure to read the source (Git, its transports, the disk)

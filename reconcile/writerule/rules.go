@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/keys"
 )
@@ -21,16 +22,16 @@ type Policy struct {
 }
 
 // Reason is the failure reason a refusal is reported with (a value of
-// the closed set of reconcile.Reason).
-type Reason string
+// internal/reason's closed set).
+type Reason = reason.Reason
 
 // The reasons a refusal has.
 const (
 	// ReasonInvalid: the repository asks for a write recond never makes
 	// (a reserved name, a hook named like an object that is not a hook).
-	ReasonInvalid Reason = "invalid"
+	ReasonInvalid = reason.Invalid
 	// ReasonConflict: the object is another instance's.
-	ReasonConflict Reason = "conflict"
+	ReasonConflict = reason.Conflict
 )
 
 // Refusal is a write the rules refused: which, by which rule, why.

@@ -10,20 +10,21 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
+	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/internal/transient"
 )
 
 // The reasons an *Error carries (the loop's reasons of the same names).
 const (
-	ReasonAuth        = "auth"
-	ReasonNotFound    = "not_found"
-	ReasonInvalid     = "invalid"
-	ReasonTimeout     = transient.Timeout
-	ReasonUnavailable = transient.Unavailable
-	ReasonOther       = "other"
+	ReasonAuth        = string(reason.Auth)
+	ReasonNotFound    = string(reason.NotFound)
+	ReasonInvalid     = string(reason.Invalid)
+	ReasonTimeout     = string(reason.Timeout)
+	ReasonUnavailable = string(reason.Unavailable)
+	ReasonOther       = string(reason.Other)
 	// ReasonForbidden is a request recond refuses to make: plain HTTP
 	// beyond loopback, a redirect from https to http.
-	ReasonForbidden = "forbidden"
+	ReasonForbidden = string(reason.Forbidden)
 )
 
 // Error is a failure to read from the registry, or an artifact refused,

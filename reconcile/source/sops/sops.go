@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"filippo.io/age"
+
+	"recond.dev/recond/internal/reason"
 )
 
 // Format is the format of a SOPS-encrypted file, which decides where its
@@ -186,15 +188,15 @@ func Decrypt(f Format, data []byte, ids []age.Identity) (*Result, error) {
 	return res, nil
 }
 
-// Reason classifies an [Error].
-type Reason string
+// Reason classifies an [Error] (a value of internal/reason's set).
+type Reason = reason.Reason
 
 const (
 	// ReasonInvalid is a file that is not a valid SOPS file, or that was
 	// changed after sops wrote it: it fails whatever the keys.
-	ReasonInvalid Reason = "invalid"
+	ReasonInvalid = reason.Invalid
 	// ReasonAuth is a file that the identities given do not open.
-	ReasonAuth Reason = "auth"
+	ReasonAuth = reason.Auth
 )
 
 // Error is why a file could not be decrypted. Its text names key paths,
