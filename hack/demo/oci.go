@@ -19,7 +19,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content/memory"
 	"oras.land/oras-go/v2/registry/remote"
@@ -29,8 +28,9 @@ import (
 // loopback (Debian's docker-registry): the example app pushed as Flux
 // does (`flux push artifact`), synced at its digest, pushed again with a
 // change and synced again; a converged sync is one HEAD request.
-func ociStep(ctx context.Context, cs kubernetes.Interface, recondBin, examples, work, kubeconfig string) error {
+func ociStep(s *session) error {
 	const ns = "demo-oci"
+	ctx, cs, work := s.ctx, s.cs, s.work
 	say("an OCI artifact as the source: a registry on 127.0.0.1 (docker-registry), the example app pushed as `flux push artifact` does (docs/oci.md)")
 	bin, err := exec.LookPath("docker-registry")
 	if err != nil {
@@ -44,24 +44,18 @@ func ociStep(ctx context.Context, cs kubernetes.Interface, recondBin, examples, 
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	files, err := readTree(examples)
+	files, err := readTree(s.examples)
 	if err != nil {
 		return err
 	}
 	push := func() (string, error) { return pushFluxArtifact(ctx, host, "demo/app", "production", files) }
 	sync := func() error {
-		cmd := exec.Command(recondBin, "sync", "--repo", "oci://"+host+"/demo/app", "--ref", "production", "--oci-insecure",
-			"--namespace", ns, "--kubeconfig", kubeconfig, "--log-format", "text", "--cache-dir", filepath.Join(work, "oci-cache"))
-		var out strings.Builder
-		cmd.Stderr = &out
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("recond sync (oci): %w\n%s", err, out.String())
+		log, err := logOf(exec.Command(s.recondBin, "sync", "--repo", "oci://"+host+"/demo/app", "--ref", "production", "--oci-insecure",
+			"--namespace", ns, "--kubeconfig", s.kubeconfig, "--log-format", "text", "--cache-dir", filepath.Join(work, "oci-cache")))
+		if err != nil {
+			return fmt.Errorf("recond sync (oci): %w\n%s", err, log)
 		}
-		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-			if strings.Contains(line, " tick ") {
-				fmt.Println("  " + line)
-			}
-		}
+		printLines(log, " tick ")
 		return nil
 	}
 	d, err := push()
