@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 )
 
 // binaryOnce builds the recond binary once for every N of TestCompare.
@@ -88,7 +89,7 @@ func runBinary(t *testing.T, cp *testenv.ControlPlane, n int) run {
 	repo.Commit("objects", manifests(n))
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
 	defer deleteAll(t, dyn, ns)
-	proxy := testenv.StartAPIProxy(t, cp.Config)
+	proxy := apiproxy.Start(t, cp.Config)
 	counter := newRequestCounter()
 	proxy.OnRequest(counter.count)
 

@@ -27,7 +27,7 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
-// count counts one request (also a testenv.APIProxy.OnRequest function).
+// count counts one request (also a apiproxy.Proxy.OnRequest function).
 func (c *requestCounter) count(req *http.Request) {
 	v := verbOf(req.Method, req.URL, req.Header.Get("Content-Type"))
 	c.mu.Lock()

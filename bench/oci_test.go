@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
+	"recond.dev/recond/internal/testenv/registry"
 	"recond.dev/recond/reconcile/source"
 )
 
@@ -32,7 +34,7 @@ func TestOCI(t *testing.T) {
 	for i := range n {
 		files[fmt.Sprintf("deploy/cm-%04d.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%04d\ndata:\n  k: v-%04d\n", i, i)
 	}
-	reg := testenv.StartRegistry(t, testenv.RegistryOptions{Front: true})
+	reg := registry.Start(t, registry.Options{Front: true})
 	digest := reg.PushFluxArtifact(t, "apps/bench", "v1", files)
 	repo := testenv.NewRepo(t)
 	repo.Commit("1000 ConfigMaps", files)
@@ -72,7 +74,7 @@ func TestOCI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cp.Stop() }()
-	proxy := testenv.StartAPIProxy(t, cp.Config)
+	proxy := apiproxy.Start(t, cp.Config)
 	cmd := exec.Command(bin, "run", "--repo", "oci://"+reg.Host+"/apps/bench", "--ref", "v1", "--path", "deploy", "--oci-insecure",
 		"--namespace", cp.Namespace(t), "--kubeconfig", proxy.KubeConfig(t), "--leader-elect=false", "--log-format", "json",
 		"--cache-dir", t.TempDir(), "--interval", "1s", "--listen", "127.0.0.1:0",

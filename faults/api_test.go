@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 )
 
 // apiConfigMaps is a commit of n ConfigMaps api-000.. with data v: value, in
@@ -187,13 +188,13 @@ func TestFaultAPIServerRestartMidApply(t *testing.T) {
 // apiProxied starts recond on a fresh namespace and repo through an
 // APIProxy (as the admin) with n ConfigMaps at value v1 and waits until it
 // applied them. extra flags go last.
-func apiProxied(t *testing.T, n int, extra ...string) (*Recond, *testenv.APIProxy, *testenv.Repo, string, Tick) {
+func apiProxied(t *testing.T, n int, extra ...string) (*Recond, *apiproxy.Proxy, *testenv.Repo, string, Tick) {
 	t.Helper()
 	cp.Require(t)
 	ns := cp.Namespace(t)
 	repo := testenv.NewRepo(t)
 	repo.Commit("v1", apiConfigMaps(n, "v1"))
-	p := testenv.StartAPIProxy(t, cp.Config)
+	p := apiproxy.Start(t, cp.Config)
 	r := StartRecond(t, append(Base(t, repo.URL(), ns, p.KubeConfig(t)), extra...)...)
 	tk := r.WaitTick(60*time.Second, 0, Succeeded)
 	return r, p, repo, ns, tk
@@ -246,7 +247,7 @@ func TestFaultAPIServerSlow(t *testing.T) {
 	)
 	r, p, repo, ns, start := apiProxied(t, n, "--interval", "2s", "--tick-timeout", apiSlowTickTimeout.String())
 	before := apiLive(t, cp.Client, ns)
-	f := p.Add(testenv.Fault{Delay: 300 * time.Millisecond})
+	f := p.Add(apiproxy.Fault{Delay: 300 * time.Millisecond})
 	on := time.Now()
 	// Bound 2: the tick in flight at the commit may have fetched before it.
 	committed := r.LastTick().ID
@@ -318,7 +319,7 @@ func TestFaultAPIServerErrors(t *testing.T) {
 			// the tick timeout leaves room for that.
 			r, p, repo, ns, start := apiProxied(t, n, "--interval", "2s", "--tick-timeout", "20s")
 			before := apiLive(t, cp.Client, ns)
-			f := p.Add(testenv.Fault{Match: testenv.Match{Method: "PATCH", Path: "/configmaps"}, Status: tc.code, RetryAfter: tc.retryAfter})
+			f := p.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "PATCH", Path: "/configmaps"}, Status: tc.code, RetryAfter: tc.retryAfter})
 			repo.Commit("v2", apiConfigMaps(n, "v2"))
 			failed := r.WaitTick(60*time.Second, start.ID, apiFailed)
 			if failed.Phase != "apply" || failed.Reason != "unavailable" {
@@ -370,7 +371,7 @@ func TestFaultAPIWatchCut(t *testing.T) {
 	const n = 5
 	r, p, _, ns, start := apiProxied(t, n, "--interval", "1m")
 	before := apiLive(t, cp.Client, ns)
-	rewatch := p.Add(testenv.Fault{Match: testenv.Match{Path: "/configmaps", Watch: testenv.WatchOnly}})
+	rewatch := p.Add(apiproxy.Fault{Match: apiproxy.Match{Path: "/configmaps", Watch: apiproxy.WatchOnly}})
 	cut := time.Now()
 	if got := p.CutWatches(); got < 1 {
 		t.Fatalf("cut %d watch streams, want at least 1", got)
@@ -400,7 +401,7 @@ func TestFaultAPIWatchStall(t *testing.T) {
 	r, p, _, ns, start := apiProxied(t, n, "--interval", interval.String(), "--watch-stale-after", staleAfter.String())
 	before := apiLive(t, cp.Client, ns)
 	last := r.LastTick().ID
-	stall := p.Add(testenv.Fault{Match: testenv.Match{Watch: testenv.WatchOnly}, Stall: true})
+	stall := p.Add(apiproxy.Fault{Match: apiproxy.Match{Watch: apiproxy.WatchOnly}, Stall: true})
 	on := time.Now()
 	apiDrift(t, ns, apiName(2), "drift")
 	stall.WaitHits(t, 1, minWait) // the drift's event was swallowed
@@ -447,10 +448,10 @@ func TestFaultAPIWatchExpired(t *testing.T) {
 	before := apiLive(t, cp.Client, ns)
 	// A relist is a LIST, or a watch asking for the initial events
 	// (client-go's streaming list).
-	lists := p.Add(testenv.Fault{Match: testenv.Match{Method: "GET", Path: "/configmaps", Watch: testenv.NoWatch}})
-	streams := p.Add(testenv.Fault{Match: testenv.Match{Path: "/configmaps", Query: "sendInitialEvents=true"}})
+	lists := p.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "GET", Path: "/configmaps", Watch: apiproxy.NoWatch}})
+	streams := p.Add(apiproxy.Fault{Match: apiproxy.Match{Path: "/configmaps", Query: "sendInitialEvents=true"}})
 	at := time.Now()
-	expire := p.Add(testenv.Fault{Match: testenv.Match{Path: "/configmaps", Watch: testenv.WatchOnly}, Expire: true, Times: 1})
+	expire := p.Add(apiproxy.Fault{Match: apiproxy.Match{Path: "/configmaps", Watch: apiproxy.WatchOnly}, Expire: true, Times: 1})
 	if expire.Hits() != 1 {
 		t.Fatalf("expired %d open watch(es), want 1", expire.Hits())
 	}
@@ -533,7 +534,7 @@ func TestFaultAPIRBACRevoked(t *testing.T) {
 	rb := apiShippedRBAC(t, ns)
 	repo := testenv.NewRepo(t)
 	repo.Commit("v1", apiConfigMaps(n, "v1"))
-	p := testenv.StartAPIProxy(t, cp.Config)
+	p := apiproxy.Start(t, cp.Config)
 	r := StartRecond(t, append(Base(t, repo.URL(), ns, p.KubeConfigWithToken(t, apiToken(t, ns, "recond"))), "--interval", "2s")...)
 	r.WaitTick(60*time.Second, 0, Succeeded)
 	before := apiLive(t, cp.Client, ns)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/reconcile"
 )
 
@@ -85,8 +86,8 @@ func TestFaultProcessClaimantKilled(t *testing.T) {
 	}
 
 	rev2 := repo.Commit("two", configMapFiles(0, 20, "two"))
-	proxy := testenv.StartAPIProxy(t, cp.Config)
-	attempts := proxy.Add(testenv.Fault{Match: testenv.Match{Method: "GET", Path: "/leases/" + name, Watch: testenv.NoWatch}})
+	proxy := apiproxy.Start(t, cp.Config)
+	attempts := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "GET", Path: "/leases/" + name, Watch: apiproxy.NoWatch}})
 	b := StartRecond(t, append(Base(t, repo.URL(), ns, proxy.KubeConfig(t)), leaseFlags...)...)
 	lead := b.WaitLine(time.Minute, func(l Line) bool { return strings.HasPrefix(l.Msg(), "leading:") })
 	tries := attempts.Hits()

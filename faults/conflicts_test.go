@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/reconcile"
 )
 
@@ -155,7 +156,7 @@ func TestFaultConflictPruneModified(t *testing.T) {
 		"unlabelled.yaml": manifestCM("unlabelled", "v1"), "reassigned.yaml": manifestCM("reassigned", "v1"),
 	})
 	n := cp.Namespace(t)
-	proxy := testenv.StartAPIProxy(t, cp.Config)
+	proxy := apiproxy.Start(t, cp.Config)
 	// An interval of an hour: after the first, ticks come only from the
 	// watch, so the first edit below is what starts the pruning tick.
 	r := StartRecond(t, append(Base(t, repo.URL(), n, proxy.KubeConfig(t)), "--interval", "1h")...)
@@ -178,7 +179,7 @@ func TestFaultConflictPruneModified(t *testing.T) {
 		}
 	}
 	release := make(chan struct{})
-	held := proxy.Add(testenv.Fault{Match: testenv.Match{Method: "DELETE", Path: "/configmaps/"}, Hold: release})
+	held := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "DELETE", Path: "/configmaps/"}, Hold: release})
 	// The first edit starts the tick; its three prunes are held on the wire.
 	patch("edited", `{"metadata":{"labels":{"team":"x"}}}`)
 	held.WaitHits(t, 3, 30*time.Second)

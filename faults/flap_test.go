@@ -9,7 +9,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/registry"
 )
 
 // TestFaultRegistryTagFlapping: the followed tag flaps between two
@@ -27,7 +27,7 @@ import (
 // converges.
 func TestFaultRegistryTagFlapping(t *testing.T) {
 	cp.Require(t)
-	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	reg := registry.Start(t, registry.Options{})
 	d1 := reg.PushFluxArtifact(t, regRepo, "latest", gitFiles(3, "v1"))
 	ns := cp.Namespace(t)
 	r, _ := startReg(t, reg.Host, "latest", ns, "--interval", "2s")

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/reconcile"
 )
 
@@ -81,11 +82,11 @@ func TestFaultProcessLeaseDeleted(t *testing.T) {
 	revB := repoB.Commit("b", configMapFiles(0, 40, "b"))
 	writes := recordWrites(t, ns)
 
-	proxy := testenv.StartAPIProxy(t, cp.Config)
-	proxy.Add(testenv.Fault{Match: testenv.Match{Method: "PATCH", Path: "/configmaps/cm-"}, Delay: 300 * time.Millisecond})
+	proxy := apiproxy.Start(t, cp.Config)
+	proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "PATCH", Path: "/configmaps/cm-"}, Delay: 300 * time.Millisecond})
 	// A's creates of the Lease are slow: B wins the race to create it
 	// again, as in the case reported (either way, no two writers).
-	proxy.Add(testenv.Fault{Match: testenv.Match{Method: "POST", Path: "/leases"}, Delay: 3 * time.Second})
+	proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "POST", Path: "/leases"}, Delay: 3 * time.Second})
 	a := StartRecond(t, append(Base(t, repoA.URL(), ns, proxy.KubeConfig(t)), append(leaseFlags, "--apply-concurrency", "2")...)...)
 	a.WaitLine(30*time.Second, func(l Line) bool { return strings.HasPrefix(l.Msg(), "leading:") })
 	b := StartRecond(t, append(Base(t, repoB.URL(), ns, Kubeconfig(t)), leaseFlags...)...)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/reconcile"
 )
 
@@ -388,7 +389,7 @@ func TestFaultProcessLeaderKilled(t *testing.T) {
 	a.WaitTick(30*time.Second, 0, Converged)
 	// The standby goes through a proxy that counts its reads of the Lease:
 	// the takeover is bounded in its attempts, not in seconds.
-	proxy := testenv.StartAPIProxy(t, cp.Config)
+	proxy := apiproxy.Start(t, cp.Config)
 	b := StartRecond(t, append(Base(t, repo.URL(), ns, proxy.KubeConfig(t)), leaseFlags...)...)
 	b.WaitLine(20*time.Second, func(l Line) bool { return strings.HasPrefix(l.Msg(), "standby:") })
 	if code, s := body(b, "/readyz"); code != 200 || !strings.HasPrefix(s, "standby: lease "+reconcile.LeaseName("recond")+" held by ") {
@@ -408,9 +409,9 @@ func TestFaultProcessLeaderKilled(t *testing.T) {
 	// per attempt, at least a retry period apart), and its takeover (the
 	// write of the Lease), held until the attempts are counted.
 	leasePath := "/leases/" + reconcile.LeaseName("recond")
-	attempts := proxy.Add(testenv.Fault{Match: testenv.Match{Method: "GET", Path: leasePath, Watch: testenv.NoWatch}})
+	attempts := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "GET", Path: leasePath, Watch: apiproxy.NoWatch}})
 	release := make(chan struct{})
-	takeover := proxy.Add(testenv.Fault{Match: testenv.Match{Method: "PUT", Path: leasePath}, Hold: release, Times: 1})
+	takeover := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "PUT", Path: leasePath}, Hold: release, Times: 1})
 	if err := syscall.Kill(a.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -516,14 +517,14 @@ func TestFaultProcessSIGKILLDuringInventoryWrite(t *testing.T) {
 			rev1 := repo.Commit("one", configMapFiles(0, 200, "one"))
 			ns := cp.Namespace(t)
 			by := bystander(t, ns)
-			proxy := testenv.StartAPIProxy(t, cp.Config)
+			proxy := apiproxy.Start(t, cp.Config)
 			r := StartRecond(t, processArgs(t, repo.URL(), ns, proxy.KubeConfig(t))...)
 			r.WaitTick(time.Minute, 0, Converged)
 			before := uids(owned(t, ns))
 
-			inventoryWrite := testenv.Match{Method: "PATCH", Path: "/configmaps/" + reconcile.InventoryPrefix + "recond"}
+			inventoryWrite := apiproxy.Match{Method: "PATCH", Path: "/configmaps/" + reconcile.InventoryPrefix + "recond"}
 			release := make(chan struct{})
-			held := proxy.Add(testenv.Fault{Match: inventoryWrite, Hold: release, Times: 1})
+			held := proxy.Add(apiproxy.Fault{Match: inventoryWrite, Hold: release, Times: 1})
 			files := configMapFiles(0, 100, "two")
 			files["bulk/00100.yaml"] = ""
 			maps.Copy(files, configMapFiles(200, 400, "two"))
@@ -534,7 +535,7 @@ func TestFaultProcessSIGKILLDuringInventoryWrite(t *testing.T) {
 				// The second write is held from now on; the first goes on.
 				first, pass := held, release
 				release = make(chan struct{})
-				held = proxy.Add(testenv.Fault{Match: inventoryWrite, Hold: release, Times: 1})
+				held = proxy.Add(apiproxy.Fault{Match: inventoryWrite, Hold: release, Times: 1})
 				first.Remove()
 				close(pass)
 				held.WaitHits(t, 1, time.Minute)

@@ -18,13 +18,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/registry"
 )
 
 // The registry rows of the fault matrix: the registry down, answering
 // errors, hanging or refusing the credentials, the followed tag deleted or
 // moved back to an older artifact, and a damaged or deleted artifact
-// cache. Every registry is a real one (testenv.StartRegistry: CNCF
+// cache. Every registry is a real one (registry.Start: CNCF
 // distribution over plain HTTP on 127.0.0.1, so recond runs with
 // --oci-insecure), every artifact is pushed as `flux push artifact` does,
 // with the manifests under gitManifests (--path), and recond follows a tag
@@ -73,7 +73,7 @@ func regBlobGets(requests []string) int {
 // tick after it.
 func TestFaultRegistryDown(t *testing.T) {
 	cp.Require(t)
-	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	reg := registry.Start(t, registry.Options{})
 	d1 := reg.PushFluxArtifact(t, regRepo, "latest", gitFiles(3, "v1"))
 	ns := cp.Namespace(t)
 	r, ok := startReg(t, reg.Host, "latest", ns)
@@ -111,7 +111,7 @@ func TestFaultRegistryErrors(t *testing.T) {
 	for _, code := range []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusTooManyRequests} {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
 			cp.Require(t)
-			reg := testenv.StartRegistry(t, testenv.RegistryOptions{Front: true})
+			reg := registry.Start(t, registry.Options{Front: true})
 			d1 := reg.PushFluxArtifact(t, regRepo, "latest", gitFiles(3, "v1"))
 			ns := cp.Namespace(t)
 			r, ok := startReg(t, reg.Host, "latest", ns)
@@ -239,7 +239,7 @@ func (p *hangProxy) Release() { p.hang.Store(false) }
 // --tick-timeout with reason timeout and the next one starts on time.
 func TestFaultRegistryHangs(t *testing.T) {
 	cp.Require(t)
-	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	reg := registry.Start(t, registry.Options{})
 	reg.PushFluxArtifact(t, regRepo, "latest", gitFiles(3, "v1"))
 	proxy := startHangProxy(t, reg.Host)
 	ns := cp.Namespace(t)
@@ -302,41 +302,41 @@ func TestFaultRegistryAuth(t *testing.T) {
 	users := map[string]string{user: pass}
 	tests := []struct {
 		name string
-		opts testenv.RegistryOptions
+		opts registry.Options
 		// fault turns the fault on (creds is recond's credentials file);
 		// fix turns it off. push tells whether an artifact can be pushed
 		// while the fault is on.
-		fault, fix func(t *testing.T, reg *testenv.Registry, creds string)
+		fault, fix func(t *testing.T, reg *registry.Registry, creds string)
 		push       bool
 	}{
 		{
-			name: "401 basic", opts: testenv.RegistryOptions{Users: users}, push: true,
-			fault: func(t *testing.T, reg *testenv.Registry, creds string) { regCredsAs(t, reg, creds, user, wrong) },
-			fix:   func(t *testing.T, reg *testenv.Registry, creds string) { regCredsAs(t, reg, creds, user, pass) },
+			name: "401 basic", opts: registry.Options{Users: users}, push: true,
+			fault: func(t *testing.T, reg *registry.Registry, creds string) { regCredsAs(t, reg, creds, user, wrong) },
+			fix:   func(t *testing.T, reg *registry.Registry, creds string) { regCredsAs(t, reg, creds, user, pass) },
 		},
 		{
-			name: "401 token", opts: testenv.RegistryOptions{Users: users, Token: true}, push: true,
-			fault: func(t *testing.T, reg *testenv.Registry, creds string) { regCredsAs(t, reg, creds, user, wrong) },
-			fix:   func(t *testing.T, reg *testenv.Registry, creds string) { regCredsAs(t, reg, creds, user, pass) },
+			name: "401 token", opts: registry.Options{Users: users, Token: true}, push: true,
+			fault: func(t *testing.T, reg *registry.Registry, creds string) { regCredsAs(t, reg, creds, user, wrong) },
+			fix:   func(t *testing.T, reg *registry.Registry, creds string) { regCredsAs(t, reg, creds, user, pass) },
 		},
 		{
-			name: "no credentials for the registry", opts: testenv.RegistryOptions{Users: users}, push: true,
-			fault: func(t *testing.T, reg *testenv.Registry, creds string) {
+			name: "no credentials for the registry", opts: registry.Options{Users: users}, push: true,
+			fault: func(t *testing.T, reg *registry.Registry, creds string) {
 				writeAtomically(t, creds, []byte(`{"auths":{"registry.example.com":{"auth":"`+
 					base64.StdEncoding.EncodeToString([]byte(user+":"+pass))+`"}}}`))
 			},
-			fix: func(t *testing.T, reg *testenv.Registry, creds string) { regCredsAs(t, reg, creds, user, pass) },
+			fix: func(t *testing.T, reg *registry.Registry, creds string) { regCredsAs(t, reg, creds, user, pass) },
 		},
 		{
-			name: "403", opts: testenv.RegistryOptions{Users: users, Front: true},
-			fault: func(t *testing.T, reg *testenv.Registry, creds string) { reg.Fail(http.StatusForbidden) },
-			fix:   func(t *testing.T, reg *testenv.Registry, creds string) { reg.Fail(0) },
+			name: "403", opts: registry.Options{Users: users, Front: true},
+			fault: func(t *testing.T, reg *registry.Registry, creds string) { reg.Fail(http.StatusForbidden) },
+			fix:   func(t *testing.T, reg *registry.Registry, creds string) { reg.Fail(0) },
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cp.Require(t)
-			reg := testenv.StartRegistry(t, tt.opts)
+			reg := registry.Start(t, tt.opts)
 			d := reg.PushFluxArtifact(t, regRepo, "latest", gitFiles(3, "v1"))
 			creds := reg.DockerConfig(t, user, pass)
 			ns := cp.Namespace(t)
@@ -372,7 +372,7 @@ func TestFaultRegistryAuth(t *testing.T) {
 
 // regCredsAs rewrites the credentials file creds with user and password
 // for the registry.
-func regCredsAs(t *testing.T, reg *testenv.Registry, creds, user, password string) {
+func regCredsAs(t *testing.T, reg *registry.Registry, creds, user, password string) {
 	t.Helper()
 	b, err := os.ReadFile(reg.DockerConfig(t, user, password))
 	if err != nil {
@@ -385,7 +385,7 @@ func regCredsAs(t *testing.T, reg *testenv.Registry, creds, user, password strin
 // again at a new digest.
 func TestFaultRegistryTagDeleted(t *testing.T) {
 	cp.Require(t)
-	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	reg := registry.Start(t, registry.Options{})
 	reg.PushFluxArtifact(t, regRepo, "release", gitFiles(3, "v1"))
 	ns := cp.Namespace(t)
 	r, ok := startReg(t, reg.Host, "release", ns)
@@ -415,7 +415,7 @@ func TestFaultRegistryTagDeleted(t *testing.T) {
 // has not.
 func TestFaultRegistryTagMovedBack(t *testing.T) {
 	cp.Require(t)
-	reg := testenv.StartRegistry(t, testenv.RegistryOptions{Front: true})
+	reg := registry.Start(t, registry.Options{Front: true})
 	d1 := reg.PushFluxArtifact(t, regRepo, "latest", gitFiles(3, "v1"))
 	ns := cp.Namespace(t)
 	r, ok := startReg(t, reg.Host, "latest", ns)
@@ -523,7 +523,7 @@ func TestFaultRegistryCacheDamaged(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cp.Require(t)
-			reg := testenv.StartRegistry(t, testenv.RegistryOptions{Front: true})
+			reg := registry.Start(t, registry.Options{Front: true})
 			d1 := reg.PushFluxArtifact(t, regRepo, "latest", gitFiles(3, "v1"))
 			ns := cp.Namespace(t)
 			cache := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 )
 
 // TestFaultAPIWatchBookmarksOnly: the ConfigMap watch streams lose every
@@ -27,7 +28,7 @@ func TestFaultAPIWatchBookmarksOnly(t *testing.T) {
 	repo := testenv.NewRepo(t)
 	repo.Commit("cm", map[string]string{"cm.yaml": gitConfigMap("cm-00", "v1")})
 	ns := cp.Namespace(t)
-	proxy := testenv.StartAPIProxy(t, cp.Config)
+	proxy := apiproxy.Start(t, cp.Config)
 	const checkEvery = 3 * time.Second
 	r := StartRecond(t, append(Base(t, repo.URL(), ns, proxy.KubeConfig(t)),
 		"--watch-stale-after", "10m", "--watch-check-every", checkEvery.String())...)
@@ -35,7 +36,7 @@ func TestFaultAPIWatchBookmarksOnly(t *testing.T) {
 	ok := r.WaitTick(30*time.Second, first.ID, Converged)
 	restarts := r.Metric("recond_watch_restarts_total", nil)
 
-	drop := proxy.Add(testenv.Fault{Match: testenv.Match{Path: "/configmaps", Watch: testenv.WatchOnly}, Drop: true})
+	drop := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Path: "/configmaps", Watch: apiproxy.WatchOnly}, Drop: true})
 	if _, err := cp.Client.CoreV1().ConfigMaps(ns).Patch(context.Background(), "cm-00", types.MergePatchType,
 		[]byte(`{"data":{"k":"drifted"}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs tests of one package with RECOND_UPDATE_FIXTURES=1, so that they make
 # again, with the real tools, the fixtures they read from the package's
-# testdata/ (internal/testenv/tools.go: what sops, cosign and helm made).
+# testdata/ (internal/testenv/tools/fixtures.go: what sops, cosign and helm made).
 # A testdata/*/generate.sh calls it; `make fixtures` runs every one of those.
 #
 #   hack/fixture-tests.sh PACKAGE_DIR TEST...

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/leader"
 )
 
@@ -26,9 +26,9 @@ import (
 func TestClaimTakesTheLeaseAtOnceAndRenewsRarely(t *testing.T) {
 	cp.Require(t)
 	ns := cp.Namespace(t)
-	proxy := testenv.StartAPIProxy(t, cp.Config)
+	proxy := apiproxy.Start(t, cp.Config)
 	const name = "recond-leader-c"
-	writes := proxy.Add(testenv.Fault{Match: testenv.Match{Method: "PUT", Path: "/leases/" + name}})
+	writes := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "PUT", Path: "/leases/" + name}})
 	client := kubernetes.NewForConfigOrDie(proxy.RESTConfig())
 	leases := cp.Client.CoordinationV1().Leases(ns)
 

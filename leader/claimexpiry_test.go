@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/leader"
 )
 
@@ -23,9 +23,9 @@ import (
 func TestDeadClaimantIsTakenOverWhenItsClaimEnds(t *testing.T) {
 	cp.Require(t)
 	ns := cp.Namespace(t)
-	proxy := testenv.StartAPIProxy(t, cp.Config)
+	proxy := apiproxy.Start(t, cp.Config)
 	const name = "recond-leader-dead"
-	renewals := proxy.Add(testenv.Fault{Match: testenv.Match{Method: "PUT", Path: "/leases/" + name}})
+	renewals := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "PUT", Path: "/leases/" + name}})
 	const claimFor = 3 * time.Second
 	timing := leader.Config{Namespace: ns, Lease: name, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second,
 		RetryPeriod: 500 * time.Millisecond, ClaimDuration: claimFor}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/leader"
 )
 
@@ -93,8 +94,8 @@ func (el *elected) lead(t *testing.T, within time.Duration) context.Context {
 func TestDeletedLeaseStopsTheWriterAtOnce(t *testing.T) {
 	cp.Require(t)
 	ns := cp.Namespace(t)
-	proxy := testenv.StartAPIProxy(t, cp.Config)
-	renewals := proxy.Add(testenv.Fault{Match: testenv.Match{Method: "PUT", Path: "/leases/"}})
+	proxy := apiproxy.Start(t, cp.Config)
+	renewals := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "PUT", Path: "/leases/"}})
 	client := kubernetes.NewForConfigOrDie(proxy.RESTConfig())
 	const name = "recond-leader-w"
 	a := elect(t, leader.Config{Namespace: ns, Lease: name, Identity: "a",

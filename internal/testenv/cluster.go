@@ -16,6 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"recond.dev/recond/internal/testenv/kubeconfig"
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // ControlPlane is a running kube-apiserver and etcd.
@@ -32,8 +35,8 @@ type ControlPlane struct {
 // StartControlPlane starts kube-apiserver and etcd from KUBEBUILDER_ASSETS.
 // The caller must Stop it (in TestMain, or t.Cleanup).
 func StartControlPlane() (*ControlPlane, error) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd")
+	if err := findControlPlane(); err != nil {
+		return nil, err
 	}
 	env := &envtest.Environment{ControlPlaneStartTimeout: 2 * time.Minute, ControlPlaneStopTimeout: 30 * time.Second}
 	api := env.ControlPlane.GetAPIServer()
@@ -70,14 +73,32 @@ func (cp *ControlPlane) Namespace(t testing.TB) string {
 	return name
 }
 
-// WriteKubeConfig writes the admin kubeconfig into dir and returns its path.
+// WriteKubeConfig writes the admin kubeconfig into a temporary directory
+// of the test and returns its path.
 func (cp *ControlPlane) WriteKubeConfig(t testing.TB) string {
 	t.Helper()
-	p := t.TempDir() + "/kubeconfig"
-	if err := os.WriteFile(p, cp.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
+	return kubeconfig.Write(t, cp.Config)
+}
+
+// WriteKubeConfigAs writes the admin kubeconfig impersonating user (such
+// as system:serviceaccount:NS:NAME), so that RBAC applies to user, and
+// returns its path.
+func (cp *ControlPlane) WriteKubeConfigAs(t testing.TB, user string) string {
+	t.Helper()
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return kubeconfig.Write(t, cfg)
+}
+
+// findControlPlane says why kube-apiserver or etcd cannot be started, if
+// either is missing.
+func findControlPlane() error {
+	for _, tool := range []tools.Tool{tools.KubeAPIServer, tools.Etcd} {
+		if _, err := tools.Lookup(tool); err != nil {
+			return err
+		}
 	}
-	return p
+	return nil
 }
 
 func sanitize(s string) string {
@@ -136,8 +157,8 @@ func (cp *ControlPlane) Require(t testing.TB) {
 // client CA across restarts, so Config, KubeConfig and Client stay valid.
 func StartRestartableControlPlane(t testing.TB) *ControlPlane {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd")
+	if err := findControlPlane(); err != nil {
+		t.Fatal(err)
 	}
 	// The stop timeout is the SIGKILL of StopAPIServer.
 	env := &envtest.Environment{ControlPlaneStartTimeout: 2 * time.Minute, ControlPlaneStopTimeout: 5 * time.Second}

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // Cosign is the real cosign ($COSIGN_BIN, which `make fixtures` builds
@@ -36,11 +38,11 @@ type Cosign struct {
 	trap *proxyTrap
 }
 
-// NewCosign finds cosign ($COSIGN_BIN; ToolBin: `make fixtures` builds
-// it, for the tests that write cosign's signatures into testdata/).
+// NewCosign finds cosign (tools.Cosign, $COSIGN_BIN: `make fixtures`
+// builds it, for the tests that write cosign's signatures into testdata/).
 func NewCosign(t testing.TB) *Cosign {
 	t.Helper()
-	bin := ToolBin(t, "COSIGN_BIN", "make fixtures")
+	bin := tools.Find(t, tools.Cosign)
 	dir := t.TempDir()
 	for _, d := range []string{"home", "docker", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
@@ -185,7 +187,7 @@ func (p *proxyTrap) requests() []string {
 // Version is the version of cosign that runs (its build information).
 func (c *Cosign) Version() string {
 	c.t.Helper()
-	return ToolVersion(c.t, c.bin, "github.com/sigstore/cosign/v2")
+	return tools.Version(c.t, c.bin, "github.com/sigstore/cosign/v2")
 }
 
 // Escaped lists what cosign tried to reach through the proxy: anything

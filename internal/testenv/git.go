@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -17,6 +16,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // Repo is a real Git repository on disk, with a work tree, made with go-git.
@@ -92,7 +93,7 @@ func (r *Repo) ServeHTTP(t testing.TB, wrap func(http.Handler) http.Handler) str
 // (when not nil). The test is skipped when git is not installed.
 func (r *Repo) httpHandler(t testing.TB, wrap func(http.Handler) http.Handler) http.Handler {
 	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
+	out, err := exec.Command(tools.Find(t, tools.Git), "--exec-path").Output()
 	if err != nil {
 		t.Skipf("git not installed: %v", err)
 	}
@@ -143,14 +144,7 @@ func (s *GitServer) Start() {
 	if s.srv != nil {
 		return
 	}
-	var l net.Listener
-	var err error
-	for i := 0; i < 50; i++ {
-		if l, err = net.Listen("tcp", s.addr); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	l, err := tools.Relisten(s.addr)
 	if err != nil {
 		s.t.Fatalf("listen on %s: %v", s.addr, err)
 	}

@@ -3,12 +3,13 @@ package testenv
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	neturl "net/url"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // Jaeger is a running Jaeger v2 with in-memory storage, every endpoint on
@@ -23,11 +24,11 @@ type Jaeger struct {
 }
 
 // StartJaeger starts the Jaeger binary named by $JAEGER_BIN (the Makefile
-// builds it; ToolBin) and stops it when the test ends.
+// builds it; tools.Jaeger) and stops it when the test ends.
 func StartJaeger(t testing.TB) *Jaeger {
 	t.Helper()
-	bin := ToolBin(t, "JAEGER_BIN", "make tools")
-	ports := freePorts(t, 4)
+	bin := tools.Find(t, tools.Jaeger)
+	ports := tools.FreePorts(t, 4)
 	j := &Jaeger{
 		OTLPGRPC: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		OTLPHTTP: fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
@@ -78,7 +79,7 @@ exporters:
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startProcess(t, bin, []string{"--config", "file:" + path}, func() error {
+	tools.Start(t, bin, []string{"--config", "file:" + path}, func() error {
 		var services struct{ Data []string }
 		return getJSON(j.Query+"/api/services", &services)
 	})
@@ -186,22 +187,4 @@ func (j *Jaeger) Trace(id string) (*Trace, error) {
 		return nil, fmt.Errorf("trace %s: %d results", id, len(out.Data))
 	}
 	return &out.Data[0], nil
-}
-
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
 }

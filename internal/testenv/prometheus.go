@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // Prometheus is a running Prometheus server on 127.0.0.1 that scrapes and
@@ -18,19 +19,13 @@ type Prometheus struct {
 	URL string
 }
 
-// StartPrometheus runs the Prometheus binary ($PROMETHEUS_BIN, or prometheus
-// on PATH: the Makefile installs Debian's package) with the rule file
+// StartPrometheus runs the Prometheus binary (tools.Prometheus:
+// $PROMETHEUS_BIN, or prometheus on PATH, Debian's package) with the rule file
 // content rules, scraping target as job "recond" with the given namespace
 // label, and stops it when the test ends.
 func StartPrometheus(t testing.TB, target, namespace, rules string) *Prometheus {
 	t.Helper()
-	bin := os.Getenv("PROMETHEUS_BIN")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("prometheus"); err != nil {
-			t.Fatal("no Prometheus server: run the tests with `make test`, which installs one")
-		}
-	}
+	bin := tools.Find(t, tools.Prometheus)
 	dir := t.TempDir()
 	rulesFile := filepath.Join(dir, "recond.rules.yaml")
 	if err := os.WriteFile(rulesFile, []byte(rules), 0o644); err != nil {
@@ -51,8 +46,8 @@ scrape_configs:
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &Prometheus{URL: fmt.Sprintf("http://127.0.0.1:%d", freePorts(t, 1)[0])}
-	startProcess(t, bin, []string{"--config.file=" + cfgFile, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+	p := &Prometheus{URL: fmt.Sprintf("http://127.0.0.1:%d", tools.FreePorts(t, 1)[0])}
+	tools.Start(t, bin, []string{"--config.file=" + cfgFile, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + p.URL[len("http://"):], "--log.level=warn"}, func() error {
 		resp, err := http.Get(p.URL + "/-/ready")
 		if err != nil {

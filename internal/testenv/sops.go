@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"filippo.io/age"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // SOPS is the sops CLI for tests: what sops made for a test (its keys,
@@ -73,29 +75,29 @@ func NewSOPS(t testing.TB) *SOPS {
 	t.Helper()
 	s := newSOPS(t)
 	s.fixture = filepath.Join("testdata", "sops", strings.ReplaceAll(t.Name(), "/", "_"))
-	if !UpdateFixtures() {
+	if !tools.UpdateFixtures() {
 		s.rec = &sopsRecord{}
 		if _, err := os.Stat(filepath.Join(s.fixture, "calls.json")); err != nil {
 			t.Fatalf("no sops fixture for %s (%v): testdata/sops/generate.sh %s writes it with the real sops", t.Name(), err, t.Name())
 		}
-		readJSON(t, filepath.Join(s.fixture, "calls.json"), s.rec)
-		if pinned := PinnedVersion(t, "sops", "github.com/getsops/sops/v3"); s.rec.SOPS != pinned {
+		tools.ReadJSON(t, filepath.Join(s.fixture, "calls.json"), s.rec)
+		if pinned := tools.PinnedVersion(t, "sops", "github.com/getsops/sops/v3"); s.rec.SOPS != pinned {
 			t.Fatalf("%s was made by sops %s, tools/sops pins %s: make fixtures makes it again", s.fixture, s.rec.SOPS, pinned)
 		}
 		return s
 	}
-	s.live(fixtureTool(t, "SOPS_BIN"))
-	s.rec = &sopsRecord{SOPS: ToolVersion(t, s.bin, "github.com/getsops/sops/v3")}
+	s.live(tools.FixtureTool(t, tools.SOPS))
+	s.rec = &sopsRecord{SOPS: tools.Version(t, s.bin, "github.com/getsops/sops/v3")}
 	t.Cleanup(s.save)
 	return s
 }
 
-// LiveSOPS runs the real sops ($SOPS_BIN, ToolBin) and age-keygen at every
+// LiveSOPS runs the real sops (tools.SOPS, $SOPS_BIN) and age-keygen at every
 // call, recording nothing: for a benchmark.
 func LiveSOPS(t testing.TB) *SOPS {
 	t.Helper()
 	s := newSOPS(t)
-	s.live(ToolBin(t, "SOPS_BIN", "make tools"))
+	s.live(tools.Find(t, tools.SOPS))
 	return s
 }
 
@@ -111,11 +113,7 @@ func newSOPS(t testing.TB) *SOPS {
 // live makes s run bin and age-keygen.
 func (s *SOPS) live(bin string) {
 	s.t.Helper()
-	keygen, err := exec.LookPath("age-keygen")
-	if err != nil {
-		s.t.Fatal("age-keygen is not installed: `make age` installs Debian's age package")
-	}
-	s.bin, s.keygen = bin, keygen
+	s.bin, s.keygen = bin, tools.Find(s.t, tools.AgeKeygen)
 }
 
 // save writes the calls recorded into the test's fixture, replacing it,
@@ -139,7 +137,7 @@ func (s *SOPS) save() {
 			s.t.Fatal(err)
 		}
 	}
-	writeJSON(s.t, filepath.Join(s.fixture, "calls.json"), s.rec)
+	tools.WriteJSON(s.t, filepath.Join(s.fixture, "calls.json"), s.rec)
 }
 
 // record adds a call made by the real tools, with its output (or error).

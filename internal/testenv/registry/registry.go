@@ -1,4 +1,4 @@
-package testenv
+package registry
 
 import (
 	"bytes"
@@ -27,11 +27,14 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"recond.dev/recond/internal/testenv/tinyca"
+	"recond.dev/recond/internal/testenv/tools"
 )
 
-// RegistryOptions chooses how a test registry authenticates and what
+// Options chooses how a test registry authenticates and what
 // stands in front of it.
-type RegistryOptions struct {
+type Options struct {
 	// TLS makes the registry (and the token server, the front and the
 	// redirect listener) serve HTTPS with a certificate for 127.0.0.1
 	// signed by a CA made for this registry (Registry.CAFile).
@@ -62,21 +65,23 @@ type Registry struct {
 	// when TLS, "" otherwise.
 	CAFile string
 
-	t      testing.TB
-	opts   RegistryOptions
-	bin    string
-	dir    string // configuration, certificates, log
-	root   string // the storage's rootdirectory
-	config string // the configuration file
-	addr   string // the registry's own 127.0.0.1:PORT
-	scheme string // http or https
-	pki    *registryPKI
-	user   string // the first user (by name), whom the pushes use
-	pass   string
-	direct *http.Client // to the registry itself, trusting the CA
-	token  *tokenServer
-	front  *registryFront
-	logf   *os.File
+	t       testing.TB
+	opts    Options
+	bin     string
+	dir     string // configuration, certificates, log
+	root    string // the storage's rootdirectory
+	config  string // the configuration file
+	addr    string // the registry's own 127.0.0.1:PORT
+	scheme  string // http or https
+	ca      *tinyca.CA
+	serving tinyca.Pair // for 127.0.0.1: registry, front, redirect listener, token server
+	signing tinyca.Pair // the token server's
+	user    string      // the first user (by name), whom the pushes use
+	pass    string
+	direct  *http.Client // to the registry itself, trusting the CA
+	token   *tokenServer
+	front   *registryFront
+	logf    *os.File
 
 	mu   sync.Mutex
 	proc *registryProc
@@ -94,46 +99,44 @@ type registryProc struct {
 	exited chan struct{}
 }
 
-// registryBinEnv names the binary StartRegistry runs when set, instead of
-// docker-registry from PATH or /usr/bin.
-const registryBinEnv = "REGISTRY_BIN"
-
-// StartRegistry starts a registry with opts and stops it when the test ends.
-// The binary is $REGISTRY_BIN, or docker-registry from PATH; the test is
-// skipped when there is none (`make registry` installs it).
-func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
+// Start starts a registry with opts and stops it when the test ends. The
+// binary is tools.Registry: $REGISTRY_BIN, or docker-registry from PATH;
+// the test is skipped when there is none (`make registry` installs it).
+func Start(t testing.TB, opts Options) *Registry {
 	t.Helper()
-	bin := os.Getenv(registryBinEnv)
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("docker-registry"); err != nil {
-			t.Skip("docker-registry is not installed: `make registry` installs Debian's docker-registry package")
-		}
-	} else if _, err := os.Stat(bin); err != nil {
-		t.Skipf("%s %s: %v: `make registry` installs Debian's docker-registry package", registryBinEnv, bin, err)
+	bin := tools.Find(t, tools.Registry)
+	ca, err := tinyca.New("recond test registry CA")
+	if err != nil {
+		t.Fatal(err)
 	}
-	pki, err := newRegistryPKI()
+	serving, err := ca.ServingCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signing, err := ca.SigningCert(tokenIssuer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	r := &Registry{
-		t:      t,
-		opts:   opts,
-		bin:    bin,
-		dir:    dir,
-		root:   filepath.Join(dir, "storage"),
-		config: filepath.Join(dir, "config.json"),
-		scheme: "http",
-		pki:    pki,
-		synced: map[string]bool{},
+		t:       t,
+		opts:    opts,
+		bin:     bin,
+		dir:     dir,
+		root:    filepath.Join(dir, "storage"),
+		config:  filepath.Join(dir, "config.json"),
+		scheme:  "http",
+		ca:      ca,
+		serving: serving,
+		signing: signing,
+		synced:  map[string]bool{},
 	}
 	if opts.TLS {
 		r.scheme = "https"
 		r.CAFile = filepath.Join(dir, "ca.pem")
-		r.writeFile(r.CAFile, pki.caPEM)
-		r.writeFile(filepath.Join(dir, "server.pem"), pki.servingPEM)
-		r.writeFile(filepath.Join(dir, "server-key.pem"), pki.servingKey)
+		r.writeFile(r.CAFile, ca.CertPEM())
+		r.writeFile(filepath.Join(dir, "server.pem"), serving.CertPEM())
+		r.writeFile(filepath.Join(dir, "server-key.pem"), serving.KeyPEM())
 	}
 	if len(opts.Users) > 0 {
 		names := make([]string, 0, len(opts.Users))
@@ -148,8 +151,8 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 		t.Fatal(err)
 	}
 	if opts.Token {
-		r.writeFile(filepath.Join(dir, "token-ca.pem"), pki.caPEM)
-		r.token = startTokenServer(pki, opts.Users, opts.TLS)
+		r.writeFile(filepath.Join(dir, "token-ca.pem"), ca.CertPEM())
+		r.token = startTokenServer(serving, signing, opts.Users, opts.TLS)
 		t.Cleanup(r.token.srv.Close)
 	} else if len(opts.Users) > 0 {
 		r.writeHtpasswd()
@@ -162,7 +165,7 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	// A port found free may be taken before the registry binds it: try
 	// another then.
 	for attempt := 0; ; attempt++ {
-		r.addr = fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+		r.addr = fmt.Sprintf("127.0.0.1:%d", tools.FreePorts(t, 1)[0])
 		r.writeConfig()
 		err := r.start(10 * time.Second)
 		if err == nil {
@@ -380,7 +383,7 @@ func (r *Registry) RootCAs() *x509.CertPool {
 	if !r.opts.TLS {
 		return x509.NewCertPool()
 	}
-	return r.pki.pool.Clone()
+	return r.ca.Pool()
 }
 
 // HTTPClient is an HTTP client that trusts the registry's CA and sends no
@@ -604,7 +607,7 @@ func (r *Registry) TokenRequests() int {
 func (r *Registry) needFront(what string) *registryFront {
 	r.t.Helper()
 	if r.front == nil {
-		r.t.Fatalf("%s needs a registry started with RegistryOptions.Front", what)
+		r.t.Fatalf("%s needs a registry started with Options.Front", what)
 	}
 	return r.front
 }

@@ -14,9 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"recond.dev/recond/internal/testenv/apiproxy"
 )
 
-// TestAPIProxy checks every fault of the proxy against a real API server.
+// TestAPIProxy checks every fault of the proxy (package apiproxy) against a
+// real API server.
 func TestAPIProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; skipped with -short")
@@ -27,7 +30,7 @@ func TestAPIProxy(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
 	ns := cp.Namespace(t)
-	p := StartAPIProxy(t, cp.Config)
+	p := apiproxy.Start(t, cp.Config)
 	cs := proxyClient(t, p.KubeConfig(t))
 	ctx := context.Background()
 	cms := cs.CoreV1().ConfigMaps(ns)
@@ -63,7 +66,7 @@ func TestAPIProxy(t *testing.T) {
 			if tc.code == http.StatusTooManyRequests {
 				retry = 1
 			}
-			f := p.Add(Fault{Match: Match{Method: "GET", Path: "/configmaps/a"}, Status: tc.code, RetryAfter: retry, Times: 20})
+			f := p.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "GET", Path: "/configmaps/a"}, Status: tc.code, RetryAfter: retry, Times: 20})
 			_, err := cms.Get(ctx, "a", metav1.GetOptions{})
 			f.Remove()
 			if !tc.check(err) {
@@ -79,7 +82,7 @@ func TestAPIProxy(t *testing.T) {
 	})
 
 	t.Run("delay", func(t *testing.T) {
-		f := p.Add(Fault{Match: Match{Path: "/configmaps"}, Delay: 300 * time.Millisecond})
+		f := p.Add(apiproxy.Fault{Match: apiproxy.Match{Path: "/configmaps"}, Delay: 300 * time.Millisecond})
 		start := time.Now()
 		_, err := cms.Get(ctx, "a", metav1.GetOptions{})
 		f.Remove()
@@ -90,7 +93,7 @@ func TestAPIProxy(t *testing.T) {
 
 	t.Run("hold", func(t *testing.T) {
 		release := make(chan struct{})
-		f := p.Add(Fault{Match: Match{Method: "POST", Path: "/configmaps"}, Hold: release})
+		f := p.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "POST", Path: "/configmaps"}, Hold: release})
 		done := make(chan error, 1)
 		go func() { _, err := cms.Create(ctx, cm("held"), metav1.CreateOptions{}); done <- err }()
 		f.WaitHits(t, 1, time.Minute)
@@ -168,7 +171,7 @@ func TestAPIProxy(t *testing.T) {
 
 	t.Run("stall", func(t *testing.T) {
 		w := openWatch(t)
-		f := p.Add(Fault{Match: Match{Path: "/configmaps", Watch: WatchOnly}, Stall: true})
+		f := p.Add(apiproxy.Fault{Match: apiproxy.Match{Path: "/configmaps", Watch: apiproxy.WatchOnly}, Stall: true})
 		if _, err := cms.Create(ctx, cm("during-stall"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +192,7 @@ func TestAPIProxy(t *testing.T) {
 
 	t.Run("expire open and new watches", func(t *testing.T) {
 		w := openWatch(t)
-		f := p.Add(Fault{Match: Match{Path: "/configmaps", Watch: WatchOnly}, Expire: true, Times: 2})
+		f := p.Add(apiproxy.Fault{Match: apiproxy.Match{Path: "/configmaps", Watch: apiproxy.WatchOnly}, Expire: true, Times: 2})
 		// A new watch is answered by the fault at once: never open.
 		fresh, err := cms.Watch(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -1,4 +1,4 @@
-package testenv
+package registry
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // What a tool wrote into a registry (`helm push`, `cosign sign`) is kept
@@ -81,8 +83,8 @@ func (r *Registry) Save(t testing.TB, repo, dir string, tags ...string) {
 		index.Manifests = append(index.Manifests, ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size,
 			Annotations: map[string]string{ocispec.AnnotationRefName: tag}})
 	}
-	writeJSON(t, filepath.Join(dir, ocispec.ImageLayoutFile), ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-	writeJSON(t, filepath.Join(dir, "index.json"), index)
+	tools.WriteJSON(t, filepath.Join(dir, ocispec.ImageLayoutFile), ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+	tools.WriteJSON(t, filepath.Join(dir, "index.json"), index)
 }
 
 // Load pushes the OCI image layout at dir (as Save writes it) into repo:
@@ -95,7 +97,7 @@ func (r *Registry) Load(t testing.TB, repo, dir string) map[string]string {
 	defer cancel()
 	rep := r.Repository(t, repo)
 	var index ocispec.Index
-	readJSON(t, filepath.Join(dir, "index.json"), &index)
+	tools.ReadJSON(t, filepath.Join(dir, "index.json"), &index)
 	read := func(d ocispec.Descriptor) []byte {
 		data, err := os.ReadFile(filepath.Join(dir, "blobs", d.Digest.Algorithm().String(), d.Digest.Encoded()))
 		if err != nil {
@@ -204,28 +206,6 @@ func layoutChildren(t testing.TB, d ocispec.Descriptor, data []byte) []ocispec.D
 		return i.Manifests
 	}
 	return nil
-}
-
-func writeJSON(t testing.TB, path string, v any) {
-	t.Helper()
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readJSON(t testing.TB, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v: make fixtures writes it", err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 }
 
 // fixtureDigest is the SHA-256 of files (path -> content), as a fixture

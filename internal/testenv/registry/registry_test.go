@@ -1,4 +1,4 @@
-package testenv
+package registry
 
 import (
 	"archive/tar"
@@ -213,7 +213,7 @@ func get(t *testing.T, reg *Registry, url, user, pass string) *http.Response {
 // TestRegistryPlain: no TLS, no auth; the storage-level operations,
 // hostile pushes, the access log and a restart.
 func TestRegistryPlain(t *testing.T) {
-	reg := StartRegistry(t, RegistryOptions{})
+	reg := Start(t, Options{})
 	if reg.CAFile != "" || !strings.HasPrefix(reg.URL(), "http://127.0.0.1:") {
 		t.Fatalf("plain registry: URL %s, CAFile %q", reg.URL(), reg.CAFile)
 	}
@@ -318,7 +318,7 @@ func TestRegistryPlain(t *testing.T) {
 
 // TestRegistryTLSBasic: HTTPS with the test CA and htpasswd users.
 func TestRegistryTLSBasic(t *testing.T) {
-	reg := StartRegistry(t, RegistryOptions{TLS: true, Users: registryUsers})
+	reg := Start(t, Options{TLS: true, Users: registryUsers})
 	if reg.CAFile == "" || !strings.HasPrefix(reg.URL(), "https://127.0.0.1:") {
 		t.Fatalf("TLS registry: URL %s, CAFile %q", reg.URL(), reg.CAFile)
 	}
@@ -358,7 +358,7 @@ func TestRegistryTLSBasic(t *testing.T) {
 
 // TestRegistryToken: bearer tokens from the test token server.
 func TestRegistryToken(t *testing.T) {
-	reg := StartRegistry(t, RegistryOptions{TLS: true, Token: true, Users: registryUsers})
+	reg := Start(t, Options{TLS: true, Token: true, Users: registryUsers})
 	resp := get(t, reg, reg.URL()+"/v2/", "", "")
 	challenge := resp.Header.Get("WWW-Authenticate")
 	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(challenge, `Bearer realm="https://127.0.0.1:`) || !strings.Contains(challenge, `service="`+tokenService+`"`) {
@@ -392,7 +392,7 @@ func TestRegistryToken(t *testing.T) {
 // TestRegistryFront: the front's exact request log, injected failures and
 // blob redirects, over TLS with basic auth and over HTTP with tokens.
 func TestRegistryFront(t *testing.T) {
-	reg := StartRegistry(t, RegistryOptions{TLS: true, Users: registryUsers, Front: true})
+	reg := Start(t, Options{TLS: true, Users: registryUsers, Front: true})
 	if reg.Host == reg.addr {
 		t.Fatal("Host is the registry's own address, not the front's")
 	}
@@ -467,7 +467,7 @@ func TestRegistryFront(t *testing.T) {
 	})
 
 	t.Run("tokens over HTTP", func(t *testing.T) {
-		reg := StartRegistry(t, RegistryOptions{Token: true, Users: registryUsers, Front: true})
+		reg := Start(t, Options{Token: true, Users: registryUsers, Front: true})
 		reg.PushPlain(t, "apps/plain", "v1", registryFiles)
 		reg.RedirectBlobs()
 		rep := reg.Repository(t, "apps/plain")

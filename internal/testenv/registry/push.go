@@ -1,4 +1,4 @@
-package testenv
+package registry
 
 import (
 	"archive/tar"
@@ -22,6 +22,8 @@ import (
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"sigs.k8s.io/yaml"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // The media types of the artifacts the test registry pushes.
@@ -204,7 +206,7 @@ func (r *Registry) PushChart(t testing.TB, repo string, chartFiles map[string]st
 	}
 	fixture := filepath.Join("testdata", "helm-push", meta.Name+"-"+meta.Version)
 	madeFrom := fixtureDigest(chartFiles)
-	if !UpdateFixtures() {
+	if !tools.UpdateFixtures() {
 		got, err := os.ReadFile(filepath.Join(fixture, "chart-files.digest"))
 		if err != nil {
 			t.Fatalf("no helm push of this chart (%v): make fixtures writes it", err)
@@ -214,7 +216,7 @@ func (r *Registry) PushChart(t testing.TB, repo string, chartFiles map[string]st
 		}
 		return r.Load(t, repo, filepath.Join(fixture, "oci"))[HelmTag(meta.Version)]
 	}
-	d := r.helmPush(t, fixtureTool(t, "HELM_BIN"), parent, meta.Name, meta.Version, chartFiles)
+	d := r.helmPush(t, tools.FixtureTool(t, tools.Helm), parent, meta.Name, meta.Version, chartFiles)
 	r.Save(t, repo, filepath.Join(fixture, "oci"), HelmTag(meta.Version))
 	if err := os.WriteFile(filepath.Join(fixture, "chart-files.digest"), []byte(madeFrom+"\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,26 +1,22 @@
-package testenv
+package registry
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"recond.dev/recond/internal/testenv/tinyca"
 )
 
 // The names the registry's token auth is configured with: the token
@@ -31,124 +27,24 @@ const (
 	tokenTTL     = 5 * time.Minute
 )
 
-// registryPKI is a registry's test CA and the certificates it signs: the
-// serving certificate for 127.0.0.1 (registry, front, redirect listener and
-// token server) and the token server's signing certificate.
-type registryPKI struct {
-	caPEM      []byte
-	pool       *x509.CertPool
-	serving    tls.Certificate
-	servingPEM []byte // certificate, then key
-	servingKey []byte
-	signKey    *ecdsa.PrivateKey
-	signDER    []byte
-}
-
-// newRegistryPKI makes a fresh CA and the certificates it signs.
-func newRegistryPKI() (*registryPKI, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate the test CA's key: %w", err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "recond test registry CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("self-sign the test CA: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, fmt.Errorf("parse the test CA: %w", err)
-	}
-	p := &registryPKI{
-		caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		pool:  x509.NewCertPool(),
-	}
-	p.pool.AddCert(ca)
-
-	issue := func(tmpl *x509.Certificate) (*ecdsa.PrivateKey, []byte, error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		return key, der, err
-	}
-
-	servKey, servDER, err := issue(&x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:     []string{"localhost"},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("issue the serving certificate for 127.0.0.1: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(servKey)
-	if err != nil {
-		return nil, fmt.Errorf("encode the serving key: %w", err)
-	}
-	p.servingPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: servDER})
-	p.servingKey = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	if p.serving, err = tls.X509KeyPair(p.servingPEM, p.servingKey); err != nil {
-		return nil, fmt.Errorf("load the serving certificate: %w", err)
-	}
-
-	p.signKey, p.signDER, err = issue(&x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: tokenIssuer},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("issue the token signing certificate: %w", err)
-	}
-	return p, nil
-}
-
-var serials atomic.Int64
-
-// serial is a certificate serial number unique in the process.
-func serial() *big.Int {
-	return big.NewInt(time.Now().UnixNano() + serials.Add(1))
-}
-
-// serverTLS is the TLS configuration of the test servers.
-func (p *registryPKI) serverTLS() *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{p.serving}, MinVersion: tls.VersionTLS12}
-}
-
 // tokenServer is the bearer-token endpoint of a registry configured with
 // `auth.token`: it checks basic credentials against the registry's users and
 // answers an ES256 JWT, with its signing certificate in the x5c header,
 // granting the requested repository actions.
 type tokenServer struct {
 	srv      *httptest.Server
-	pki      *registryPKI
+	signing  tinyca.Pair
 	users    map[string]string
 	requests atomic.Int64
 }
 
 // startTokenServer serves the token endpoint on 127.0.0.1, over HTTPS
 // when tlsOn.
-func startTokenServer(pki *registryPKI, users map[string]string, tlsOn bool) *tokenServer {
-	ts := &tokenServer{pki: pki, users: users}
+func startTokenServer(serving, signing tinyca.Pair, users map[string]string, tlsOn bool) *tokenServer {
+	ts := &tokenServer{signing: signing, users: users}
 	ts.srv = httptest.NewUnstartedServer(http.HandlerFunc(ts.serve))
 	if tlsOn {
-		ts.srv.TLS = pki.serverTLS()
+		ts.srv.TLS = tinyca.ServerTLS(serving)
 		ts.srv.StartTLS()
 	} else {
 		ts.srv.Start()
@@ -198,7 +94,7 @@ func (ts *tokenServer) serve(w http.ResponseWriter, r *http.Request) {
 		Expiry:    now.Add(tokenTTL).Unix(),
 		NotBefore: now.Add(-time.Minute).Unix(),
 		IssuedAt:  now.Unix(),
-		ID:        fmt.Sprintf("%d", serial()),
+		ID:        tinyca.Serial().String(),
 		Access:    access,
 	})
 	if err != nil {
@@ -261,8 +157,8 @@ func (ts *tokenServer) sign(claims tokenClaims) (string, error) {
 	header, err := json.Marshal(map[string]any{
 		"typ": "JWT",
 		"alg": "ES256",
-		"kid": libtrustKeyID(&ts.pki.signKey.PublicKey),
-		"x5c": []string{base64.StdEncoding.EncodeToString(ts.pki.signDER)},
+		"kid": libtrustKeyID(&ts.signing.Key.PublicKey),
+		"x5c": []string{base64.StdEncoding.EncodeToString(ts.signing.Cert.Raw)},
 	})
 	if err != nil {
 		return "", err
@@ -274,7 +170,7 @@ func (ts *tokenServer) sign(claims tokenClaims) (string, error) {
 	enc := base64.RawURLEncoding
 	signed := enc.EncodeToString(header) + "." + enc.EncodeToString(body)
 	sum := sha256.Sum256([]byte(signed))
-	r, s, err := ecdsa.Sign(rand.Reader, ts.pki.signKey, sum[:])
+	r, s, err := ecdsa.Sign(rand.Reader, ts.signing.Key, sum[:])
 	if err != nil {
 		return "", fmt.Errorf("sign the token: %w", err)
 	}

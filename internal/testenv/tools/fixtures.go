@@ -1,9 +1,10 @@
-package testenv
+package tools
 
 import (
 	"crypto/sha256"
 	"debug/buildinfo"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 // is committed under the reading test's testdata/ with the script that
 // makes it again (`make fixtures`); a test reads it there and needs no
 // tool. Only a test about the tool's own behaviour runs the tool live,
-// finding it with ToolBin.
+// finding it with Find.
 
 // UpdateFixturesEnv names the variable that makes a run write the
 // tool-made fixtures of testdata/ again, with the real tools, instead of
@@ -28,43 +29,21 @@ const UpdateFixturesEnv = "RECOND_UPDATE_FIXTURES"
 // ($RECOND_UPDATE_FIXTURES=1).
 func UpdateFixtures() bool { return os.Getenv(UpdateFixturesEnv) == "1" }
 
-// ToolBin returns the tool binary that the environment variable env names
-// (the Makefile sets it), for a test that runs the tool live. When it is
-// unset or missing, the test is skipped under -short and fails otherwise,
-// saying how to get it (make, a make target that builds or installs it).
-func ToolBin(t testing.TB, env, make string) string {
+// FixtureTool returns tool's binary for writing fixtures again
+// (UpdateFixtures), failing the test when it is not there.
+func FixtureTool(t testing.TB, tool Tool) string {
 	t.Helper()
-	bin := os.Getenv(env)
-	if bin == "" {
-		if testing.Short() {
-			t.Skipf("%s is not set (-short): `%s` provides it", env, make)
-		}
-		t.Fatalf("%s is not set: `%s` provides it, and the Makefile sets %s", env, make, env)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		if testing.Short() {
-			t.Skipf("%s %s: %v (-short): `%s` provides it", env, bin, err, make)
-		}
-		t.Fatalf("%s %s: %v: `%s` provides it", env, bin, err, make)
+	bin, err := Lookup(tool)
+	if err != nil {
+		t.Fatalf("%s=1 writes the fixtures with the real tools (make fixtures provides them): %v", UpdateFixturesEnv, err)
 	}
 	return bin
 }
 
-// fixtureTool returns the tool binary env names for writing fixtures
-// again (UpdateFixtures), failing the test when it is not set.
-func fixtureTool(t testing.TB, env string) string {
-	t.Helper()
-	bin := os.Getenv(env)
-	if bin == "" {
-		t.Fatalf("%s=1 writes the fixtures with the real tools: %s must name one (make fixtures sets it)", UpdateFixturesEnv, env)
-	}
-	return bin
-}
-
-// ToolVersion is the version of module in the Go binary bin (its build
+// Version is the version of module in the Go binary bin (its build
 // information), such as helm.sh/helm/v4 in helm: what a fixture records
 // of the tool that made it.
-func ToolVersion(t testing.TB, bin, module string) string {
+func Version(t testing.TB, bin, module string) string {
 	t.Helper()
 	bi, err := buildinfo.ReadFile(bin)
 	if err != nil {
@@ -118,6 +97,20 @@ func PinnedVersion(t testing.TB, tool, module string) string {
 	return ""
 }
 
+// MadeByPinned fails the test when the version file of a fixture (what
+// the tool that made it wrote: "v2.6.5") does not name the version of
+// module that tools/TOOL/go.mod pins: the fixture must be made again.
+func MadeByPinned(t testing.TB, versionFile, tool, module string) {
+	t.Helper()
+	b, err := os.ReadFile(versionFile)
+	if err != nil {
+		t.Fatalf("%v: make fixtures writes it", err)
+	}
+	if got, pinned := strings.TrimSpace(string(b)), PinnedVersion(t, tool, module); got != pinned {
+		t.Fatalf("%s: made by %s %s, tools/%s pins %s: make fixtures makes it again", filepath.Dir(versionFile), tool, got, tool, pinned)
+	}
+}
+
 // fixtureTexts counts the FixtureText calls of each test.
 var fixtureTexts sync.Map // testing.TB -> *int
 
@@ -138,16 +131,27 @@ func FixtureText(t testing.TB) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// MadeByPinned fails the test when the version file of a fixture (what
-// the tool that made it wrote: "v2.6.5") does not name the version of
-// module that tools/TOOL/go.mod pins: the fixture must be made again.
-func MadeByPinned(t testing.TB, versionFile, tool, module string) {
+// WriteJSON writes v into the fixture file path, indented.
+func WriteJSON(t testing.TB, path string, v any) {
 	t.Helper()
-	b, err := os.ReadFile(versionFile)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadJSON reads the fixture file path into v; a missing file fails the
+// test, saying that make fixtures writes it.
+func ReadJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("%v: make fixtures writes it", err)
 	}
-	if got, pinned := strings.TrimSpace(string(b)), PinnedVersion(t, tool, module); got != pinned {
-		t.Fatalf("%s: made by %s %s, tools/%s pins %s: make fixtures makes it again", filepath.Dir(versionFile), tool, got, tool, pinned)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }

@@ -1,27 +1,18 @@
-package testenv
+package apiproxy
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,17 +20,19 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"recond.dev/recond/internal/testenv/kubeconfig"
+	"recond.dev/recond/internal/testenv/tinyca"
+	"recond.dev/recond/internal/testenv/tools"
 )
 
-// APIProxy is a TLS reverse proxy in front of a kube-apiserver that injects
+// Proxy is a TLS reverse proxy in front of a kube-apiserver that injects
 // faults: delays, error answers, held requests, refused connections, cut,
 // stalled and expired watches. A request without an Authorization header is
 // forwarded as the admin of the proxied rest.Config (its client
 // certificate); one with its own header (a ServiceAccount token) is
 // forwarded with that header only, so RBAC applies to that identity.
-type APIProxy struct {
+type Proxy struct {
 	// URL is the proxy's https://127.0.0.1:PORT.
 	URL string
 
@@ -117,7 +110,7 @@ type Fault struct {
 	// delivers nothing (Hits counts the events lost).
 	Drop bool
 
-	p    *APIProxy
+	p    *Proxy
 	hits int
 }
 
@@ -153,9 +146,9 @@ func (f *Fault) Remove() {
 	}
 }
 
-// StartAPIProxy starts a proxy in front of the API server of cfg (a cluster
+// Start starts a proxy in front of the API server of cfg (a cluster
 // admin's config) and stops it when the test ends.
-func StartAPIProxy(t testing.TB, cfg *rest.Config) *APIProxy {
+func Start(t testing.TB, cfg *rest.Config) *Proxy {
 	t.Helper()
 	target, err := url.Parse(cfg.Host)
 	if err != nil {
@@ -170,13 +163,17 @@ func StartAPIProxy(t testing.TB, cfg *rest.Config) *APIProxy {
 	if err != nil {
 		t.Fatalf("transport: %v", err)
 	}
-	cert, caPEM, err := selfSigned()
+	ca, err := tinyca.New("recond fault proxy CA")
+	if err != nil {
+		t.Fatalf("proxy CA: %v", err)
+	}
+	cert, err := ca.ServingCert()
 	if err != nil {
 		t.Fatalf("proxy certificate: %v", err)
 	}
-	p := &APIProxy{t: t, caPEM: caPEM, admin: admin, anon: anon, target: target,
+	p := &Proxy{t: t, caPEM: ca.CertPEM(), admin: admin, anon: anon, target: target,
 		conns: map[net.Conn]struct{}{}, watches: map[*watchBody]struct{}{},
-		tlsCfg: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}}
+		tlsCfg: &tls.Config{Certificates: []tls.Certificate{cert.TLS()}, NextProtos: []string{"http/1.1"}}}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 10 * time.Second,
 		ConnState: p.connState, ErrorLog: log.New(io.Discard, "", 0)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -194,13 +191,13 @@ func StartAPIProxy(t testing.TB, cfg *rest.Config) *APIProxy {
 	return p
 }
 
-func (p *APIProxy) listen(ln net.Listener) {
+func (p *Proxy) listen(ln net.Listener) {
 	p.ln = ln
 	tl := tls.NewListener(ln, p.tlsCfg)
 	go func() { _ = p.srv.Serve(tl) }()
 }
 
-func (p *APIProxy) connState(c net.Conn, s http.ConnState) {
+func (p *Proxy) connState(c net.Conn, s http.ConnState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch s {
@@ -213,7 +210,7 @@ func (p *APIProxy) connState(c net.Conn, s http.ConnState) {
 
 // Add programs a fault and returns it (to count its hits or Remove it). An
 // Expire fault also ends the matching watch streams already open.
-func (p *APIProxy) Add(f Fault) *Fault {
+func (p *Proxy) Add(f Fault) *Fault {
 	p.mu.Lock()
 	nf := f
 	nf.p = p
@@ -235,7 +232,7 @@ func (p *APIProxy) Add(f Fault) *Fault {
 }
 
 // Clear removes every fault.
-func (p *APIProxy) Clear() {
+func (p *Proxy) Clear() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults = nil
@@ -243,7 +240,7 @@ func (p *APIProxy) Clear() {
 
 // SetDown refuses every connection (the port is closed: connection refused,
 // and open connections, watches included, are closed) while down is true.
-func (p *APIProxy) SetDown(down bool) {
+func (p *Proxy) SetDown(down bool) {
 	p.t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -258,14 +255,7 @@ func (p *APIProxy) SetDown(down bool) {
 		}
 		return
 	}
-	var ln net.Listener
-	var err error
-	for i := 0; i < 50; i++ {
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	ln, err := tools.Relisten(p.addr)
 	if err != nil {
 		p.t.Fatalf("listen again on %s: %v", p.addr, err)
 	}
@@ -274,7 +264,7 @@ func (p *APIProxy) SetDown(down bool) {
 
 // CutWatches closes every open watch stream now, mid-stream (the client sees
 // the connection end without a final event), and returns how many it cut.
-func (p *APIProxy) CutWatches() int {
+func (p *Proxy) CutWatches() int {
 	p.mu.Lock()
 	ws := make([]*watchBody, 0, len(p.watches))
 	for w := range p.watches {
@@ -288,14 +278,14 @@ func (p *APIProxy) CutWatches() int {
 }
 
 // OpenWatches is the number of watch streams open through the proxy.
-func (p *APIProxy) OpenWatches() int {
+func (p *Proxy) OpenWatches() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.watches)
 }
 
 // Requests is how many requests the proxy received.
-func (p *APIProxy) Requests() int {
+func (p *Proxy) Requests() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.total
@@ -303,7 +293,7 @@ func (p *APIProxy) Requests() int {
 
 // OnRequest calls fn (under the proxy's lock: fn must not call the proxy)
 // with every request the proxy receives, before any fault.
-func (p *APIProxy) OnRequest(fn func(*http.Request)) {
+func (p *Proxy) OnRequest(fn func(*http.Request)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seen = fn
@@ -311,38 +301,27 @@ func (p *APIProxy) OnRequest(fn func(*http.Request)) {
 
 // KubeConfig writes a kubeconfig for the proxy (its CA, no credentials: the
 // proxy forwards as the admin) and returns its path.
-func (p *APIProxy) KubeConfig(t testing.TB) string {
+func (p *Proxy) KubeConfig(t testing.TB) string {
 	t.Helper()
 	return p.writeKubeConfig(t, "")
 }
 
 // KubeConfigWithToken writes a kubeconfig for the proxy that authenticates
 // with token (a ServiceAccount's), forwarded as is, and returns its path.
-func (p *APIProxy) KubeConfigWithToken(t testing.TB, token string) string {
+func (p *Proxy) KubeConfigWithToken(t testing.TB, token string) string {
 	t.Helper()
 	return p.writeKubeConfig(t, token)
 }
 
-func (p *APIProxy) writeKubeConfig(t testing.TB, token string) string {
+func (p *Proxy) writeKubeConfig(t testing.TB, token string) string {
 	t.Helper()
-	c := clientcmdapi.NewConfig()
-	c.Clusters["proxy"] = &clientcmdapi.Cluster{Server: p.URL, CertificateAuthorityData: p.caPEM}
-	c.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
-	c.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "user"}
-	c.CurrentContext = "proxy"
-	b, err := clientcmd.Write(*c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	cfg := p.RESTConfig()
+	cfg.BearerToken = token
+	return kubeconfig.Write(t, cfg)
 }
 
 // RESTConfig is a rest.Config for the proxy (as the admin).
-func (p *APIProxy) RESTConfig() *rest.Config {
+func (p *Proxy) RESTConfig() *rest.Config {
 	return &rest.Config{Host: p.URL, TLSClientConfig: rest.TLSClientConfig{CAData: p.caPEM}}
 }
 
@@ -372,7 +351,7 @@ func (m Match) matches(r *http.Request, watch bool) bool {
 
 // take returns the faults that match r, counting a hit on each and using up
 // their Times. The caller holds p.mu.
-func (p *APIProxy) take(r *http.Request, watch bool, pred func(*Fault) bool) []*Fault {
+func (p *Proxy) take(r *http.Request, watch bool, pred func(*Fault) bool) []*Fault {
 	var out []*Fault
 	for _, f := range p.faults {
 		if !pred(f) || !f.Match.matches(r, watch) || (f.Times > 0 && f.hits >= f.Times) {
@@ -384,7 +363,7 @@ func (p *APIProxy) take(r *http.Request, watch bool, pred func(*Fault) bool) []*
 	return out
 }
 
-func (p *APIProxy) serve(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	watch := isWatch(r)
 	p.mu.Lock()
 	p.total++
@@ -498,7 +477,7 @@ func writeStatus(w http.ResponseWriter, code, retryAfter int) {
 // ending with a 410 ERROR event when an Expire fault is added, and failing
 // mid-stream when cut.
 type watchBody struct {
-	p    *APIProxy
+	p    *Proxy
 	req  *http.Request
 	src  io.ReadCloser
 	rd   *bufio.Reader
@@ -582,36 +561,4 @@ func (b *watchBody) Read(out []byte) (int, error) {
 func (b *watchBody) Close() error {
 	b.close()
 	return nil
-}
-
-// selfSigned makes the proxy's serving certificate for 127.0.0.1, which is
-// also its own CA.
-func selfSigned() (tls.Certificate, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "recond fault proxy"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	return cert, certPEM, err
 }

@@ -1,4 +1,4 @@
-package testenv
+package registry
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"recond.dev/recond/internal/testenv/tinyca"
 )
 
 // registryFront is a reverse proxy in front of a test registry: it records
@@ -66,9 +68,9 @@ func startRegistryFront(t testing.TB, r *Registry) *registryFront {
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
 	f.redirSrv = httptest.NewUnstartedServer(http.HandlerFunc(f.serveRedirected))
 	if r.opts.TLS {
-		f.srv.TLS = r.pki.serverTLS()
+		f.srv.TLS = tinyca.ServerTLS(r.serving)
 		f.srv.StartTLS()
-		f.redirSrv.TLS = r.pki.serverTLS()
+		f.redirSrv.TLS = tinyca.ServerTLS(r.serving)
 		f.redirSrv.StartTLS()
 	} else {
 		f.srv.Start()
