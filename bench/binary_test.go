@@ -15,6 +15,7 @@ import (
 
 	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/internal/testenv/apiproxy"
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // binaryOnce builds the recond binary once for every N of TestCompare.
@@ -94,7 +95,7 @@ func runBinary(t *testing.T, cp *testenv.ControlPlane, n int) run {
 	proxy.OnRequest(counter.count)
 
 	var env []string
-	if os.Getenv("JAEGER_BIN") != "" {
+	if _, err := tools.Lookup(tools.Jaeger); err == nil {
 		env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+testenv.StartJaeger(t).OTLPHTTP)
 	}
 	args := func() []string {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/tools"
 	"recond.dev/recond/reconcile/source"
 )
 
@@ -55,9 +56,9 @@ func TestCharts(t *testing.T) {
 	if os.Getenv("RECOND_BENCH") != "1" {
 		t.Skip("set RECOND_BENCH=1 (make bench)")
 	}
-	helm := os.Getenv("HELM_BIN")
-	if helm == "" {
-		t.Skip("HELM_BIN is not set (make bench builds it)")
+	helm, err := tools.Lookup(tools.Helm)
+	if err != nil {
+		t.Skipf("%v (make bench builds it)", err)
 	}
 	bin := filepath.Join(t.TempDir(), "recond")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/recond").CombinedOutput(); err != nil {

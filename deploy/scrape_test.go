@@ -14,6 +14,8 @@ import (
 	"go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 type scrapeConfig struct {
@@ -155,13 +157,7 @@ func TestScrapeConfig(t *testing.T) {
 		}
 	}
 
-	promtool := os.Getenv("PROMTOOL")
-	if promtool == "" {
-		if testing.Short() {
-			t.Skip("PROMTOOL is not set (-short): promtool check config not run")
-		}
-		t.Fatal("PROMTOOL is not set: run the tests with `make test`, which builds promtool")
-	}
+	promtool := tools.Find(t, tools.Promtool)
 	out, err := exec.Command(promtool, "check", "config", "--syntax-only", "monitoring/scrape-config.yaml").CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check config: %v\n%s", err, out)

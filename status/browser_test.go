@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/tools"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
@@ -66,17 +66,7 @@ stringData:
 // what to install.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	var bin string
-	for _, name := range []string{"chromium-headless-shell", "chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		t.Fatal("neither chromium-headless-shell nor chromium is on PATH: install Debian's chromium-headless-shell " +
-			"(apt-get install chromium-headless-shell) or chromium to run the status page in a browser")
-	}
+	bin := tools.Find(t, tools.Chromium)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
 		chromedp.DisableGPU, chromedp.WindowSize(1200, 900))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"recond.dev/recond/dashboards"
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // TestDashboardScreenshots renders the main panels of both dashboards, with
@@ -28,12 +29,7 @@ func TestDashboardScreenshots(t *testing.T) {
 		t.Skip("RECOND_SCREENSHOTS_DIR not set (make screenshots)")
 	}
 	cp.Require(t)
-	chromium, err := exec.LookPath("chromium-headless-shell")
-	if err != nil {
-		if chromium, err = exec.LookPath("chromium"); err != nil {
-			t.Fatal("no chromium-headless-shell or chromium (make screenshots installs it)")
-		}
-	}
+	chromium := tools.Find(t, tools.Chromium)
 	m := startMonitored(t, map[string]string{"cm.yaml": cmYAML, "deploy.yaml": deployYAML})
 	ctx, ns, repo, down, p := context.Background(), m.ns, m.repo, m.down, m.prom
 
