@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"recond.dev/recond/internal/testenv"
@@ -268,18 +267,7 @@ func serviceAccountKubeconfig(t testing.TB, ns string) string {
 			t.Fatalf("create %s: %v", f, err)
 		}
 	}
-	cfg, err := clientcmd.Load(cp.KubeConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ai := range cfg.AuthInfos {
-		ai.Impersonate = "system:serviceaccount:" + ns + ":recond"
-	}
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return cp.WriteKubeConfigAs(t, "system:serviceaccount:"+ns+":recond")
 }
 
 // TestFaultManifestKindNotAllowed: recond runs as the ServiceAccount bound

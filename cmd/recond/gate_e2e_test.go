@@ -22,10 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/internal/testenv/kubeconfig"
 	"recond.dev/recond/status"
 )
 
@@ -291,16 +290,7 @@ func startWriteValve(t *testing.T, prefix, instance string) *writeValve {
 // forwards as the test bed's admin).
 func (v *writeValve) kubeConfig(t *testing.T) string {
 	t.Helper()
-	c := clientcmdapi.NewConfig()
-	c.Clusters["valve"] = &clientcmdapi.Cluster{Server: v.url}
-	c.AuthInfos["valve"] = &clientcmdapi.AuthInfo{}
-	c.Contexts["valve"] = &clientcmdapi.Context{Cluster: "valve", AuthInfo: "valve"}
-	c.CurrentContext = "valve"
-	b, err := clientcmd.Write(*c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writeFile(t, "kubeconfig", string(b))
+	return kubeconfig.Write(t, &rest.Config{Host: v.url})
 }
 
 // holdFrom holds every object write from the n-th on.

@@ -11,7 +11,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"recond.dev/recond/internal/testenv"
@@ -86,18 +85,7 @@ func TestSyncWhileAnotherProcessLeads(t *testing.T) {
 // applies to user.
 func kubeconfigAs(t *testing.T, user string) string {
 	t.Helper()
-	c, err := clientcmd.Load(cp.KubeConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range c.AuthInfos {
-		a.Impersonate = user
-	}
-	p := t.TempDir() + "/kubeconfig"
-	if err := clientcmd.WriteToFile(*c, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return cp.WriteKubeConfigAs(t, user)
 }
 
 // grantLeaseOf gives user in ns what the shipped Role gives recond for
