@@ -42,56 +42,75 @@ type headers struct {
 	proof    string
 }
 
-// detect tells the provider from its event header. Gitea and Forgejo also
-// send X-GitHub-Event (and X-Gogs-Event) for compatibility, so they are
-// looked for first; GitLab comes before GitHub for the same reason.
-func detect(h http.Header) headers {
-	switch {
-	case h.Get("X-Forgejo-Event") != "" || h.Get("X-Gitea-Event") != "":
-		d := headers{
-			provider: Gitea,
-			event:    first(h, "X-Forgejo-Event", "X-Gitea-Event"),
-			delivery: first(h, "X-Forgejo-Delivery", "X-Gitea-Delivery"),
-		}
-		switch {
-		case h.Get("X-Forgejo-Signature") != "":
-			d.scheme, d.proof = schemeHex, h.Get("X-Forgejo-Signature")
-		case h.Get("X-Gitea-Signature") != "":
-			d.scheme, d.proof = schemeHex, h.Get("X-Gitea-Signature")
-		case h.Get("X-Hub-Signature-256") != "":
-			d.scheme, d.proof = schemePrefixed, h.Get("X-Hub-Signature-256")
-		}
-		return d
-	case h.Get("X-Gitlab-Event") != "":
-		d := headers{
-			provider: GitLab,
-			event:    h.Get("X-Gitlab-Event"),
-			delivery: first(h, "X-Gitlab-Event-UUID", "Idempotency-Key"),
-		}
-		if t := h.Get("X-Gitlab-Token"); t != "" {
-			d.scheme, d.proof = schemeToken, t
-		}
-		return d
-	case h.Get("X-GitHub-Event") != "":
-		d := headers{
-			provider: GitHub,
-			event:    h.Get("X-GitHub-Event"),
-			delivery: h.Get("X-GitHub-Delivery"),
-		}
-		if s := h.Get("X-Hub-Signature-256"); s != "" {
-			d.scheme, d.proof = schemePrefixed, s
-		}
-		return d
-	case h.Get("X-Event-Key") != "":
+// proofHeader is a header that may carry a provider's proof, and the scheme
+// the proof in it is under.
+type proofHeader struct {
+	name   string
+	scheme scheme
+}
+
+// providerHeaders are the headers of one provider: those that name its event
+// (any one of them marks a request as the provider's), those that carry the
+// delivery id and those that carry the proof, each list in the order they
+// are read: the first one set wins.
+type providerHeaders struct {
+	provider string
+	event    []string
+	delivery []string
+	proof    []proofHeader
+}
+
+// byEventHeader is the providers in the order detect looks for them. Gitea
+// and Forgejo also send X-GitHub-Event (and X-Gogs-Event) for
+// compatibility, so they are looked for first; GitLab comes before GitHub
+// for the same reason.
+var byEventHeader = []providerHeaders{
+	{
+		provider: Gitea,
+		event:    []string{"X-Forgejo-Event", "X-Gitea-Event"},
+		delivery: []string{"X-Forgejo-Delivery", "X-Gitea-Delivery"},
+		proof: []proofHeader{
+			{"X-Forgejo-Signature", schemeHex},
+			{"X-Gitea-Signature", schemeHex},
+			{"X-Hub-Signature-256", schemePrefixed},
+		},
+	},
+	{
+		provider: GitLab,
+		event:    []string{"X-Gitlab-Event"},
+		delivery: []string{"X-Gitlab-Event-UUID", "Idempotency-Key"},
+		proof:    []proofHeader{{"X-Gitlab-Token", schemeToken}},
+	},
+	{
+		provider: GitHub,
+		event:    []string{"X-GitHub-Event"},
+		delivery: []string{"X-GitHub-Delivery"},
+		proof:    []proofHeader{{"X-Hub-Signature-256", schemePrefixed}},
+	},
+	{
 		// X-Hook-UUID names the webhook, not the delivery: it is the same on
 		// every request, so it must not be taken for a delivery id.
-		d := headers{
-			provider: Bitbucket,
-			event:    h.Get("X-Event-Key"),
-			delivery: first(h, "X-Request-UUID", "X-Request-Id"),
+		provider: Bitbucket,
+		event:    []string{"X-Event-Key"},
+		delivery: []string{"X-Request-UUID", "X-Request-Id"},
+		proof:    []proofHeader{{"X-Hub-Signature", schemePrefixed}},
+	},
+}
+
+// detect tells the provider from its event header (byEventHeader) and reads
+// the delivery id and the proof from that provider's headers.
+func detect(h http.Header) headers {
+	for _, p := range byEventHeader {
+		event := first(h, p.event...)
+		if event == "" {
+			continue
 		}
-		if s := h.Get("X-Hub-Signature"); s != "" {
-			d.scheme, d.proof = schemePrefixed, s
+		d := headers{provider: p.provider, event: event, delivery: first(h, p.delivery...)}
+		for _, ph := range p.proof {
+			if v := h.Get(ph.name); v != "" {
+				d.scheme, d.proof = ph.scheme, v
+				break
+			}
 		}
 		return d
 	}

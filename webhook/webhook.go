@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -118,29 +119,15 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Observe == nil {
 		cfg.Observe = func(string, string) {}
 	}
-	if cfg.MaxBody == 0 {
-		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.ReplayWindow == 0 {
-		cfg.ReplayWindow = DefaultReplayWindow
-	}
-	if cfg.MaxReplayKeys == 0 {
-		cfg.MaxReplayKeys = DefaultMaxReplayKeys
-	}
-	if cfg.RatePerClient == 0 {
-		cfg.RatePerClient = DefaultRatePerClient
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = DefaultBurst
-	}
-	if cfg.MaxClients == 0 {
-		cfg.MaxClients = DefaultMaxClients
-	}
+	cfg.MaxBody = cmp.Or(cfg.MaxBody, DefaultMaxBody)
+	cfg.ReplayWindow = cmp.Or(cfg.ReplayWindow, DefaultReplayWindow)
+	cfg.MaxReplayKeys = cmp.Or(cfg.MaxReplayKeys, DefaultMaxReplayKeys)
+	cfg.RatePerClient = cmp.Or(cfg.RatePerClient, DefaultRatePerClient)
+	cfg.Burst = cmp.Or(cfg.Burst, DefaultBurst)
+	cfg.MaxClients = cmp.Or(cfg.MaxClients, DefaultMaxClients)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, DefaultReadTimeout)
 	if cfg.ClientKey == nil {
 		cfg.ClientKey = remoteHost
-	}
-	if cfg.ReadTimeout == 0 {
-		cfg.ReadTimeout = DefaultReadTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
