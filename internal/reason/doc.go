@@ -4,5 +4,5 @@
 // that metrics, spans, logs and Events label with.
 //
 // It is a leaf: it imports nothing of the project, so any package may
-// make its errors carry a Reason where they fail.
+// make its errors carry a Reason where they fail (an *Error).
 package reason

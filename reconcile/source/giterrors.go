@@ -37,13 +37,7 @@ const (
 // Error is a failure to read the source (Git, its transports, the disk)
 // with its reason, decided once, where the failure is made: the loop's
 // classifier asks for it with errors.As rather than knowing go-git's errors.
-type Error struct {
-	Reason Reason
-	Err    error
-}
-
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
+type Error = reason.Error
 
 // withReason returns err as an *Error with its reason (err itself when it
 // already is one, or when reasonOf has nothing to say: a stop, a manifest's
