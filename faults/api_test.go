@@ -16,7 +16,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -566,24 +565,6 @@ func TestFaultAPIRBACRevoked(t *testing.T) {
 	apiAlive(t, r)
 }
 
-const apiCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.faults.recond.test
-spec:
-  group: faults.recond.test
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          x-kubernetes-preserve-unknown-fields: true
-`
-
 var (
 	apiCRDs    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	apiWidgets = schema.GroupVersionResource{Group: "faults.recond.test", Version: "v1", Resource: "widgets"}
@@ -592,11 +573,8 @@ var (
 // apiCreateCRD creates the Widget CRD and waits until it is served.
 func apiCreateCRD(t testing.TB, dyn dynamic.Interface, ns string) {
 	t.Helper()
-	var u unstructured.Unstructured
-	if err := yaml.Unmarshal([]byte(apiCRD), &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dyn.Resource(apiCRDs).Create(context.Background(), &u, metav1.CreateOptions{}); err != nil {
+	u := testenv.CRDInGroup(t, "widget", "faults.recond.test")
+	if _, err := dyn.Resource(apiCRDs).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CRD: %v", err)
 	}
 	deadline := time.Now().Add(minWait)

@@ -160,27 +160,9 @@ func TestFaultManifestCRDAppearsLater(t *testing.T) {
 	tk := manifestFaultOn(t, r, first.ID, "read", "not_found", "Widget/w")
 
 	// The platform team installs the CRD.
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.%[1]s
-spec:
-  group: %[1]s
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`, group)
 	dyn := adminDynamic(t)
 	ctx := context.Background()
-	testenv.InstallCRD(t, dyn, crd)
+	testenv.InstallCRD(t, dyn, testenv.CRDInGroup(t, "widget", group))
 	// Discovery is refreshed for an unknown kind at most once per
 	// RediscoverAfter: the bound is that many ticks of the 1 s interval,
 	// plus the tick that reads the new kind.

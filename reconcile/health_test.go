@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
@@ -23,26 +22,6 @@ metadata:
   name: settings
 data:
   a: "1"
-`
-	gadgetCRDYAML = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.health.recond.dev
-spec:
-  group: health.recond.dev
-  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `
 	gadgetYAML = `apiVersion: health.recond.dev/v1
 kind: Gadget
@@ -181,7 +160,7 @@ func TestProgressDeadline(t *testing.T) {
 // controller writes a phase.
 func TestCustomResourceHealth(t *testing.T) {
 	h := newHarness(t)
-	installCRD(t, h, gadgetCRDYAML, "gadgets.health.recond.dev")
+	testenv.InstallCRD(t, h.dyn, testenv.CRD(t, "gadget"))
 	h.repo.Commit("gadget", map[string]string{"gadget.yaml": gadgetYAML, "settings.yaml": healthConfigMapYAML})
 
 	r := h.mustTick(reconcile.OutcomeApplied)
@@ -247,38 +226,6 @@ func TestHealthWhenATickFails(t *testing.T) {
 	r = h.mustTick(reconcile.OutcomeFailed)
 	if r.Health != nil {
 		t.Errorf("a tick whose read failed assessed health: %+v", r.Health)
-	}
-}
-
-// installCRD creates a CRD from YAML and waits until it is established.
-func installCRD(t *testing.T, h *harness, crdYAML, name string) {
-	t.Helper()
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(crdYAML), &m); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	crds := h.dyn.Resource(gvrCRD)
-	if _, err := crds.Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, c := range conds {
-			if c := c.(map[string]any); c["type"] == "Established" && c["status"] == "True" {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CRD %s not established: %v", name, conds)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

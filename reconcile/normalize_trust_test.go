@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
 )
 
@@ -67,33 +68,6 @@ spec:
     maxLimitRequestRatio:
       cpu: 4
 `
-	widgetCRDYAML = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.normalize.recond.dev
-spec:
-  group: normalize.recond.dev
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size:
-                anyOf: [{type: integer}, {type: string}]
-                pattern: ^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$
-                x-kubernetes-int-or-string: true
-              port:
-                anyOf: [{type: integer}, {type: string}]
-                x-kubernetes-int-or-string: true
-`
 	widgetYAML = `apiVersion: normalize.recond.dev/v1
 kind: Widget
 metadata:
@@ -103,8 +77,6 @@ spec:
   port: 8080
 `
 )
-
-var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // TestCanonicalisedValuesConverge syncs objects whose values the server
 // canonicalises by type (quantities in HPA targets and LimitRange limits,
@@ -143,5 +115,5 @@ func TestCanonicalisedValuesConverge(t *testing.T) {
 // installWidgetCRD installs the Widget CRD and waits until it is served.
 func installWidgetCRD(t *testing.T, h *harness) {
 	t.Helper()
-	installCRD(t, h, widgetCRDYAML, "widgets.normalize.recond.dev")
+	testenv.InstallCRD(t, h.dyn, testenv.CRDInGroup(t, "widget-intorstring", "normalize.recond.dev"))
 }

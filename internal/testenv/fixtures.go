@@ -7,17 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 )
 
 // DeploymentYAML is a Deployment "web" with one replica of nginx:1.27: the
@@ -72,41 +66,6 @@ func RollOut(ctx context.Context, cs kubernetes.Interface, ns, name, progress st
 	}
 	_, err = cs.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
 	return err
-}
-
-// CRDs is the resource of CustomResourceDefinitions.
-var CRDs = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// InstallCRD creates the CustomResourceDefinition of crdYAML through dyn,
-// waits (30 s at most) until the API server serves it (condition
-// Established), deletes it when the test ends, and returns its name.
-func InstallCRD(t testing.TB, dyn dynamic.Interface, crdYAML string) string {
-	t.Helper()
-	var u unstructured.Unstructured
-	if err := yaml.Unmarshal([]byte(crdYAML), &u.Object); err != nil {
-		t.Fatalf("CRD: %v", err)
-	}
-	ctx := context.Background()
-	crds := dyn.Resource(CRDs)
-	if _, err := crds.Create(ctx, &u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create CRD %s: %v", u.GetName(), err)
-	}
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		got, err := crds.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, c := range conds {
-			if c, _ := c.(map[string]any); c["type"] == "Established" && c["status"] == "True" {
-				return u.GetName()
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CRD %s not established within 30 s: %v", u.GetName(), conds)
-		}
-	}
 }
 
 // GitHubPush is a GitHub push delivery (header X-GitHub-Delivery delivery)

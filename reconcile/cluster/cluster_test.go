@@ -68,7 +68,7 @@ func TestKindOfALaterCRDIsFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.InstallCRD(t, dyn, sprocketCRD)
+	testenv.InstallCRD(t, dyn, testenv.CRD(t, "sprocket"))
 	// Within RediscoverAfter of the last refresh: the cache is kept.
 	if _, err := c.Mapping(later); !meta.IsNoMatchError(err) || counter.n.Load() != refreshed {
 		t.Fatalf("within RediscoverAfter: %v after %d requests, want no match and no request", err, counter.n.Load()-refreshed)
@@ -82,19 +82,3 @@ func TestKindOfALaterCRDIsFound(t *testing.T) {
 		t.Errorf("mapping = %+v", m)
 	}
 }
-
-const sprocketCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: sprockets.cluster.recond.dev
-spec:
-  group: cluster.recond.dev
-  scope: Namespaced
-  names: {kind: Sprocket, listKind: SprocketList, plural: sprockets, singular: sprocket}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`

@@ -22,33 +22,6 @@ var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, &cp)) }
 
-const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  names: {kind: Widget, plural: widgets}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size:
-                anyOf: [{type: integer}, {type: string}]
-                pattern: ^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$
-                x-kubernetes-int-or-string: true
-              port:
-                anyOf: [{type: integer}, {type: string}]
-                x-kubernetes-int-or-string: true
-`
-
 // objects the server rewrites: each as Git has it.
 var objects = []string{`apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
@@ -105,7 +78,7 @@ func TestServerDocuments(t *testing.T) {
 	if err := types.Prepare(ctx, kinds); err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
-	installCRD(t, dyn)
+	testenv.InstallCRD(t, dyn, testenv.CRD(t, "widget-intorstring"))
 	desired = append(desired, decodeAll(t, []string{"apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 1Gi, port: 8080}\n"})...)
 	kinds = append(kinds, desired[len(desired)-1].GroupVersionKind())
 	// The server publishes a new CRD's document a moment after it is
@@ -172,14 +145,4 @@ func decodeAll(t *testing.T, srcs []string) []*unstructured.Unstructured {
 		out = append(out, &unstructured.Unstructured{Object: m})
 	}
 	return out
-}
-
-func installCRD(t *testing.T, dyn dynamic.Interface) {
-	t.Helper()
-	crd := decodeAll(t, []string{widgetCRD})[0]
-	gvr := kschema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	if _, err := dyn.Resource(gvr).Create(context.Background(), crd, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
-	t.Cleanup(func() { _ = dyn.Resource(gvr).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
 }
