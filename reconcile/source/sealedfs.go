@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"recond.dev/recond/reconcile/source/tree"
 )
 
 // mount is where the commit's tree appears in the file system given to
@@ -25,10 +27,6 @@ const mount = "/repo"
 
 // maxSymlinkHops bounds the symbolic links followed to resolve one path.
 const maxSymlinkHops = 40
-
-// maxSymlinkTarget bounds the length of a symbolic link's target (Linux's
-// PATH_MAX).
-const maxSymlinkTarget = 4096
 
 // errOutside marks a path or link that leads outside the repository.
 var errOutside = errors.New("outside the repository")
@@ -94,7 +92,7 @@ func (r *resolver) resolve(p string) (*node, error) {
 			if f.Size() > maxSymlinkTarget {
 				return nil, fmt.Errorf("symlink %s: target of %d bytes is longer than a path (%d)", full, f.Size(), maxSymlinkTarget)
 			}
-			target, err := readAll(f)
+			target, err := tree.ReadAll(f)
 			if err != nil {
 				return nil, fmt.Errorf("symlink %s: %w", full, err)
 			}
