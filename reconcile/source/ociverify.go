@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"recond.dev/recond/reconcile/source/cosign"
+	"recond.dev/recond/reconcile/source/oci/cosign"
 	"recond.dev/recond/reconcile/source/oci"
 )
 

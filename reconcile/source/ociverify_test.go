@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"recond.dev/recond/internal/testenv"
-	"recond.dev/recond/reconcile/source/cosign"
+	"recond.dev/recond/reconcile/source/oci/cosign"
 )
 
 // verifyFixture holds what the real cosign made for
