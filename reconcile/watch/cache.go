@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -147,18 +148,10 @@ func New(ctx context.Context, dyn dynamic.Interface, mapper Mapper, namespace st
 	if dyn == nil || mapper == nil {
 		return nil, fmt.Errorf("watch cache needs a dynamic client and a mapper")
 	}
-	if opts.Manager == "" {
-		opts.Manager = cluster.FieldManager
-	}
-	if opts.RelistPeriod == 0 {
-		opts.RelistPeriod = DefaultRelistPeriod
-	}
-	if opts.StaleAfter == 0 {
-		opts.StaleAfter = DefaultStaleAfter
-	}
-	if opts.CheckEvery == 0 {
-		opts.CheckEvery = DefaultCheckEvery
-	}
+	opts.Manager = cmp.Or(opts.Manager, cluster.FieldManager)
+	opts.RelistPeriod = cmp.Or(opts.RelistPeriod, DefaultRelistPeriod)
+	opts.StaleAfter = cmp.Or(opts.StaleAfter, DefaultStaleAfter)
+	opts.CheckEvery = cmp.Or(opts.CheckEvery, DefaultCheckEvery)
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -322,24 +322,6 @@ func TestForbiddenList(t *testing.T) {
 	}
 }
 
-// events collects what OnEvent is given.
-type events struct {
-	mu  sync.Mutex
-	got []Event
-}
-
-func (ev *events) add(e Event) {
-	ev.mu.Lock()
-	ev.got = append(ev.got, e)
-	ev.mu.Unlock()
-}
-
-func (ev *events) list() []Event {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	return append([]Event(nil), ev.got...)
-}
-
 func TestEvents(t *testing.T) {
 	var ev events
 	e := newEnv(t, Options{OnEvent: ev.add})
@@ -386,7 +368,6 @@ func TestEvents(t *testing.T) {
 		{"a delete", func() { e.delete(gvrConfigMap, "b") },
 			[]Event{{Kind: "ConfigMap", Name: "b", Type: EventDelete}}},
 	}
-	ignoreAt := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".At" }, cmp.Ignore())
 	for _, s := range steps {
 		before := len(ev.list())
 		start := time.Now()

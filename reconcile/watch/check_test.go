@@ -13,19 +13,6 @@ import (
 	"recond.dev/recond/internal/testenv"
 )
 
-// waitStats waits until the cache's Stats satisfy ok, for up to a minute
-// (a guard against a hang).
-func (e *env) waitStats(what string, ok func(Stats) bool) Stats {
-	e.t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if s := e.cache.Stats(); ok(s) {
-			return s
-		}
-	}
-	e.t.Fatalf("%s: not within a minute; stats %+v", what, e.cache.Stats())
-	return Stats{}
-}
-
 // TestBookmarkOnlyWatchIsCaught: a watch stream that loses every event but
 // still passes bookmarks looks alive (StaleAfter, ten minutes here, never
 // fires), and hides drift from List until the periodic relist (30 to 45
@@ -38,13 +25,10 @@ func TestBookmarkOnlyWatchIsCaught(t *testing.T) {
 	var ev events
 	e, p := proxiedEnv(t, Options{StaleAfter: 10 * time.Minute, CheckEvery: checkEvery, OnEvent: ev.add,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
-	e.applyConfigMap("recond", "a", true, map[string]any{"k": "1"})
-	e.applyConfigMap("recond", "b", true, map[string]any{"k": "1"})
-	e.waitListEqual(gvkConfigMap, gvrConfigMap)
+	e.applyOwned("a", "b")
 
 	drop := p.Add(testenv.Fault{Match: testenv.Match{Path: "/configmaps", Watch: testenv.WatchOnly}, Drop: true})
-	e.patch(gvrConfigMap, "a", "kubectl", `{"data":{"k":"2"}}`)
-	e.delete(gvrConfigMap, "b")
+	want := e.driftAB()
 	drop.WaitHits(t, 2, time.Minute) // both events lost
 	lost := time.Now()
 	if items, err := e.cache.List(ctxT(t, 10*time.Second), gvkConfigMap, selector); err != nil || len(items) != 2 {
@@ -56,8 +40,6 @@ func TestBookmarkOnlyWatchIsCaught(t *testing.T) {
 	for len(got) < 2 {
 		got = waitEvent(t, &ev, "for a's update", func(e Event) bool { return e.Name == "a" })
 	}
-	want := []Event{{Kind: "ConfigMap", Name: "a", Type: EventUpdate, Manager: "kubectl"}, {Kind: "ConfigMap", Name: "b", Type: EventDelete}}
-	ignoreAt := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".At" }, cmp.Ignore())
 	sortEvents := cmp.Transformer("sort", func(in []Event) []Event {
 		out := append([]Event(nil), in...)
 		if len(out) == 2 && out[0].Name > out[1].Name {
@@ -68,13 +50,7 @@ func TestBookmarkOnlyWatchIsCaught(t *testing.T) {
 	if d := cmp.Diff(want, got, ignoreAt, sortEvents); d != "" {
 		t.Errorf("events handed on (-want +got):\n%s", d)
 	}
-	items, err := e.cache.List(ctxT(t, 10*time.Second), gvkConfigMap, selector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(e.listed(gvkConfigMap, gvrConfigMap), items); d != "" {
-		t.Errorf("List after the check differs from LIST (-LIST +List):\n%s", d)
-	}
+	e.checkListIsLIST("after the check")
 	s := e.cache.Stats()
 	if s.Restarts != 1 || s.Checks < 1 {
 		t.Errorf("Restarts = %d, Checks = %d; want 1 and at least 1", s.Restarts, s.Checks)
@@ -134,8 +110,7 @@ func TestCheckOfAHealthyWatchRestartsNothing(t *testing.T) {
 // the store, without a request.
 func TestFailingWatchIsNotVouchedFor(t *testing.T) {
 	e, p := proxiedEnv(t, Options{})
-	e.applyConfigMap("recond", "a", true, map[string]any{"k": "1"})
-	e.waitListEqual(gvkConfigMap, gvrConfigMap)
+	e.applyOwned("a")
 	if _, ok := e.cache.Generation(); !ok {
 		t.Fatal("Generation not ok with a synced, fresh informer")
 	}

@@ -1,41 +1,15 @@
 package watch
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"recond.dev/recond/internal/testenv"
 )
-
-// proxiedEnv is an env whose cache talks to the API server through a fault
-// proxy, its requests counted.
-func proxiedEnv(t *testing.T, opts Options) (*env, *testenv.APIProxy) {
-	t.Helper()
-	e := newEnv(t, Options{})
-	p := testenv.StartAPIProxy(t, cp.Config)
-	e.reqs = &counter{}
-	e.cache = e.newCache(e.reqs.wrap(p.RESTConfig()), opts)
-	return e, p
-}
-
-// waitAge waits until the cache's only informer has seen nothing for
-// longer than d.
-func (e *env) waitAge(d time.Duration) {
-	e.t.Helper()
-	deadline := time.Now().Add(d + 10*time.Second)
-	for e.cache.Stats().Kinds[0].Age <= d {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("informer age still %v after %v", e.cache.Stats().Kinds[0].Age, d+10*time.Second)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestStalledWatchRestarts: a watch whose stream stays open but delivers
 // nothing (no event, no bookmark) hides drift from List and Get; once the
@@ -71,17 +45,13 @@ func TestStalledWatchRestarts(t *testing.T) {
 			var ev events
 			e, p := proxiedEnv(t, Options{StaleAfter: staleAfter, OnEvent: ev.add, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			e.t = t
-			e.applyConfigMap("recond", "a", true, map[string]any{"k": "1"})
-			e.applyConfigMap("recond", "b", true, map[string]any{"k": "1"})
-			e.waitListEqual(gvkConfigMap, gvrConfigMap)
+			e.applyOwned("a", "b")
 			// A fresh event, so that the stall starts well within StaleAfter.
-			e.applyConfigMap("recond", "c", true, map[string]any{"k": "1"})
-			e.waitListEqual(gvkConfigMap, gvrConfigMap)
+			e.applyOwned("c")
 			lists := e.cache.Stats().Kinds[0].Lists
 
 			stall := p.Add(testenv.Fault{Match: testenv.Match{Path: "/configmaps", Watch: testenv.WatchOnly}, Stall: true})
-			e.patch(gvrConfigMap, "a", "kubectl", `{"data":{"k":"2"}}`)
-			e.delete(gvrConfigMap, "b")
+			want := e.driftAB()
 			stall.WaitHits(t, 2, 10*time.Second) // both events swallowed
 			if age := e.cache.Stats().Kinds[0].Age; age >= staleAfter {
 				t.Fatalf("informer already %v old when the stall began; the test cannot tell a stall from staleness", age)
@@ -106,13 +76,7 @@ func TestStalledWatchRestarts(t *testing.T) {
 				t.Errorf("read after StaleAfter = %q, want the drifted \"2\"", got)
 			}
 			if tt.name == "List" {
-				items, err := e.cache.List(ctxT(t, 10*time.Second), gvkConfigMap, selector)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if d := cmp.Diff(e.listed(gvkConfigMap, gvrConfigMap), items); d != "" {
-					t.Errorf("List after the restart differs from LIST (-LIST +List):\n%s", d)
-				}
+				e.checkListIsLIST("after the restart")
 			}
 			s := e.cache.Stats()
 			if s.Restarts != 1 || s.Kinds[0].Restarts != 1 || s.Kinds[0].Lists != lists+1 {
@@ -126,13 +90,11 @@ func TestStalledWatchRestarts(t *testing.T) {
 			}
 			// What the stalled watch did not deliver is handed to OnEvent,
 			// as the watch would have.
-			want := []Event{{Kind: "ConfigMap", Name: "a", Type: EventUpdate, Manager: "kubectl"}, {Kind: "ConfigMap", Name: "b", Type: EventDelete}}
 			deadline := time.Now().Add(3 * time.Second)
 			for len(ev.list()) < len(want) && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			time.Sleep(100 * time.Millisecond)
-			ignoreAt := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".At" }, cmp.Ignore())
 			if d := cmp.Diff(want, ev.list(), ignoreAt); d != "" {
 				t.Errorf("events after the restart (-want +got):\n%s", d)
 			}
@@ -188,11 +150,7 @@ func TestFreshInformerNotRestarted(t *testing.T) {
 			for i := 1; i == 1 || more(); i++ {
 				if tt.every > 0 && time.Since(lastWrite) >= tt.every {
 					// Another manager's write, as an event.
-					_, err := e.dyn.Resource(gvrConfigMap).Namespace(e.ns).Patch(context.Background(), "a", "application/merge-patch+json",
-						[]byte(`{"data":{"k":"`+time.Now().Format("150405.000")+`"}}`), metav1.PatchOptions{FieldManager: "kubectl"})
-					if err != nil {
-						t.Fatal(err)
-					}
+					e.patch(gvrConfigMap, "a", "kubectl", `{"data":{"k":"`+time.Now().Format("150405.000")+`"}}`)
 					lastWrite = time.Now()
 				}
 				if _, err := e.cache.List(ctxT(t, 10*time.Second), gvkConfigMap, selector); err != nil {

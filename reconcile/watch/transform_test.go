@@ -30,25 +30,9 @@ metadata:
     kubectl.kubernetes.io/last-applied-configuration: '{"big":"copy"}'
     keep: me
   managedFields:
-  - manager: recond
-    operation: Apply
-    apiVersion: apps/v1
-    time: "2026-01-01T00:00:00Z"
-    fieldsType: FieldsV1
-    fieldsV1: {f:spec: {f:replicas: {}}}
-  - manager: kubectl
-    operation: Update
-    apiVersion: apps/v1
-    time: "2026-01-01T00:00:01Z"
-    fieldsType: FieldsV1
-    fieldsV1: {f:metadata: {f:annotations: {}}}
-  - manager: kube-controller-manager
-    operation: Update
-    apiVersion: apps/v1
-    time: "2026-01-01T00:00:02Z"
-    subresource: status
-    fieldsType: FieldsV1
-    fieldsV1: {f:status: {f:replicas: {}}}
+  - {manager: recond, operation: Apply, apiVersion: apps/v1, time: "2026-01-01T00:00:00Z", fieldsType: FieldsV1, fieldsV1: {f:spec: {f:replicas: {}}}}
+  - {manager: kubectl, operation: Update, apiVersion: apps/v1, time: "2026-01-01T00:00:01Z", fieldsType: FieldsV1, fieldsV1: {f:metadata: {f:annotations: {}}}}
+  - {manager: kube-controller-manager, operation: Update, apiVersion: apps/v1, time: "2026-01-01T00:00:02Z", subresource: status, fieldsType: FieldsV1, fieldsV1: {f:status: {f:replicas: {}}}}
 spec: {replicas: 2}
 status: {replicas: 2}
 `,
