@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // The committed files are exactly what the generator writes.
@@ -126,13 +128,7 @@ func TestDur(t *testing.T) {
 
 // promtool checks the rule file and runs the unit tests in tests/.
 func TestPromtool(t *testing.T) {
-	bin := os.Getenv("PROMTOOL")
-	if bin == "" {
-		if testing.Short() {
-			t.Skip("PROMTOOL not set")
-		}
-		t.Fatal("PROMTOOL is not set: run the tests with `make test`, which builds promtool")
-	}
+	bin := tools.Find(t, tools.Promtool)
 	out, err := exec.Command(bin, "check", "rules", "recond.rules.yaml").CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
