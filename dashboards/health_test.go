@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"recond.dev/recond/internal/testenv/tools"
 )
 
 // healthExpr evaluated by Prometheus (promtool's PromQL unit tests): each
@@ -15,30 +17,21 @@ import (
 // that overlap (a rolling restart) the worse status wins, per namespace and
 // across namespaces.
 func TestHealthExprWithPromtool(t *testing.T) {
-	bin := os.Getenv("PROMTOOL")
-	if bin == "" {
-		if testing.Short() {
-			t.Skip("PROMTOOL not set")
-		}
-		t.Fatal("PROMTOOL is not set: run the tests with `make test`, which builds promtool")
-	}
+	bin := tools.Find(t, tools.Promtool)
 	// One value per minute, for pod p1 of namespace a: not assessed,
 	// healthy, progressing, unknown, degraded, healthy. Pod p2 exists from
 	// 5m only, progressing. Namespace b stays healthy.
-	series := map[string]string{
-		`recond_health_status{namespace="a", pod="p1", status="healthy"}`:     "0 1 0 0 0 1",
-		`recond_health_status{namespace="a", pod="p1", status="progressing"}`: "0 0 1 0 0 0",
-		`recond_health_status{namespace="a", pod="p1", status="unknown"}`:     "0 0 0 1 0 0",
-		`recond_health_status{namespace="a", pod="p1", status="degraded"}`:    "0 0 0 0 1 0",
-		`recond_health_status{namespace="a", pod="p2", status="healthy"}`:     "_ _ _ _ _ 0",
-		`recond_health_status{namespace="a", pod="p2", status="progressing"}`: "_ _ _ _ _ 1",
-		`recond_health_status{namespace="a", pod="p2", status="unknown"}`:     "_ _ _ _ _ 0",
-		`recond_health_status{namespace="a", pod="p2", status="degraded"}`:    "_ _ _ _ _ 0",
-		`recond_health_status{namespace="b", pod="p1", status="healthy"}`:     "1 1 1 1 1 1",
-		`recond_health_status{namespace="b", pod="p1", status="progressing"}`: "0 0 0 0 0 0",
-		`recond_health_status{namespace="b", pod="p1", status="unknown"}`:     "0 0 0 0 0 0",
-		`recond_health_status{namespace="b", pod="p1", status="degraded"}`:    "0 0 0 0 0 0",
+	series := map[string]string{}
+	// pod adds the recond_health_status series of one process, a values
+	// string per status: healthy, progressing, unknown, degraded.
+	pod := func(namespace, pod string, values ...string) {
+		for i, status := range []string{"healthy", "progressing", "unknown", "degraded"} {
+			series[fmt.Sprintf(`recond_health_status{namespace=%q, pod=%q, status=%q}`, namespace, pod, status)] = values[i]
+		}
 	}
+	pod("a", "p1", "0 1 0 0 0 1", "0 0 1 0 0 0", "0 0 0 1 0 0", "0 0 0 0 1 0")
+	pod("a", "p2", "_ _ _ _ _ 0", "_ _ _ _ _ 1", "_ _ _ _ _ 0", "_ _ _ _ _ 0")
+	pod("b", "p1", "1 1 1 1 1 1", "0 0 0 0 0 0", "0 0 0 0 0 0", "0 0 0 0 0 0")
 	wantA := []int{0, 1, 2, 3, 4, 2}
 	perNamespace := healthExpr("namespace", `namespace=~"a|b"`)
 	one := healthExpr("", `namespace="a"`)
