@@ -8,15 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
@@ -55,40 +53,11 @@ func trustKeys(t *testing.T, keys ...*openpgp.Entity) string {
 	return file
 }
 
-// signedCommit is testenv.Repo.Commit signed with key (unsigned when nil):
-// files maps paths to contents, an empty content removes the file.
+// signedCommit commits files into the repository at dir ("signed"),
+// signed with key (unsigned when nil): an empty content removes the file.
 func signedCommit(t *testing.T, dir string, key *openpgp.Entity, files map[string]string) string {
 	t.Helper()
-	repo, err := git.PlainOpen(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, content := range files {
-		if content == "" {
-			if _, err := wt.Remove(p); err != nil {
-				t.Fatalf("remove %s: %v", p, err)
-			}
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := wt.Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h, err := wt.Commit("signed", &git.CommitOptions{
-		Author:  &object.Signature{Name: "test", Email: "test@example.com", When: time.Now()},
-		SignKey: key,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.String()
+	return testenv.OpenRepo(t, dir).CommitSigned("signed", key, files)
 }
 
 // verifyingReconciler is harness.reconciler with --verify-commits on.

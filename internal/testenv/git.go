@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -25,15 +26,58 @@ type Repo struct {
 	t    testing.TB
 	Dir  string
 	repo *git.Repository
+	opts RepoOptions
+	when time.Time // the date of the last commit or tag, with Epoch
+}
+
+// RepoOptions shapes a Repo: where it is, its default branch, who makes its
+// commits and when, and what a commit stages.
+type RepoOptions struct {
+	// Dir is the work tree; "" for a temporary directory of the test.
+	Dir string
+	// Branch is the default branch; "" for main.
+	Branch string
+	// Author is the name commits and annotated tags are made by
+	// (test@example.com); "" for test.
+	Author string
+	// Epoch, when set, dates the n-th commit or tag n minutes after it, so
+	// that the same commits have the same SHAs at every run; otherwise
+	// they are dated now.
+	Epoch time.Time
+	// StageAll makes a commit stage everything in the work tree (links and
+	// files the test wrote there itself), not only the files it is given.
+	StageAll bool
 }
 
 // NewRepo creates an empty repository whose default branch is main.
 func NewRepo(t testing.TB) *Repo {
 	t.Helper()
-	dir := t.TempDir()
-	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
-		InitOptions: git.InitOptions{DefaultBranch: "refs/heads/main"},
+	return NewRepoWith(t, RepoOptions{})
+}
+
+// NewRepoWith creates an empty repository shaped by opts.
+func NewRepoWith(t testing.TB, opts RepoOptions) *Repo {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	if opts.Branch == "" {
+		opts.Branch = "main"
+	}
+	r, err := git.PlainInitWithOptions(opts.Dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(opts.Branch)},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Repo{t: t, Dir: opts.Dir, repo: r, opts: opts, when: opts.Epoch}
+}
+
+// OpenRepo is the repository already at dir (a work tree), committing as
+// NewRepo's do.
+func OpenRepo(t testing.TB, dir string) *Repo {
+	t.Helper()
+	r, err := git.PlainOpen(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,18 +87,46 @@ func NewRepo(t testing.TB) *Repo {
 // URL is the repository as a file:// URL.
 func (r *Repo) URL() string { return "file://" + r.Dir }
 
+// Git is the go-git repository, for what Repo does not do itself.
+func (r *Repo) Git() *git.Repository { return r.repo }
+
+// Signature is the author (and date) of the next commit or tag.
+func (r *Repo) Signature() *object.Signature {
+	name := r.opts.Author
+	if name == "" {
+		name = "test"
+	}
+	when := time.Now()
+	if !r.opts.Epoch.IsZero() {
+		r.when = r.when.Add(time.Minute)
+		when = r.when
+	}
+	return &object.Signature{Name: name, Email: "test@example.com", When: when}
+}
+
 // Commit writes files (path -> content; an empty content removes the file)
 // and commits them, returning the commit SHA.
 func (r *Repo) Commit(msg string, files map[string]string) string {
+	r.t.Helper()
+	return r.CommitSigned(msg, nil, files)
+}
+
+// CommitSigned is Commit signed with key (OpenPGP; unsigned when nil).
+func (r *Repo) CommitSigned(msg string, key *openpgp.Entity, files map[string]string) string {
 	r.t.Helper()
 	wt, err := r.repo.Worktree()
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	for p, content := range files {
-		full := filepath.Join(r.Dir, p)
+		full := filepath.Join(r.Dir, filepath.FromSlash(p))
 		if content == "" {
-			if _, err := wt.Remove(p); err != nil {
+			if r.opts.StageAll {
+				err = os.Remove(full)
+			} else {
+				_, err = wt.Remove(p)
+			}
+			if err != nil {
 				r.t.Fatalf("remove %s: %v", p, err)
 			}
 			continue
@@ -65,18 +137,39 @@ func (r *Repo) Commit(msg string, files map[string]string) string {
 		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
 			r.t.Fatal(err)
 		}
+		if r.opts.StageAll {
+			continue
+		}
 		if _, err := wt.Add(p); err != nil {
 			r.t.Fatal(err)
 		}
 	}
-	h, err := wt.Commit(msg, &git.CommitOptions{
-		AllowEmptyCommits: true,
-		Author:            &object.Signature{Name: "test", Email: "test@example.com", When: time.Now()},
-	})
+	if r.opts.StageAll {
+		if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	h, err := wt.Commit(msg, &git.CommitOptions{AllowEmptyCommits: true, Author: r.Signature(), SignKey: key})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	return h.String()
+}
+
+// Tag tags the commit sha name, lightweight or annotated ("release NAME"),
+// and returns the hash the tag's ref points at (the tag object's, when
+// annotated).
+func (r *Repo) Tag(name, sha string, annotated bool) string {
+	r.t.Helper()
+	var opts *git.CreateTagOptions
+	if annotated {
+		opts = &git.CreateTagOptions{Tagger: r.Signature(), Message: "release " + name}
+	}
+	ref, err := r.repo.CreateTag(name, plumbing.NewHash(sha), opts)
+	if err != nil {
+		r.t.Fatalf("tag %s: %v", name, err)
+	}
+	return ref.Hash().String()
 }
 
 // ServeHTTP serves the repository over Git's smart HTTP protocol with the git
