@@ -22,11 +22,8 @@ type Fault = apiproxy.Fault
 // Match is apiproxy.Match.
 type Match = apiproxy.Match
 
-// The values of apiproxy.WatchMatch.
-const (
-	WatchOnly = apiproxy.WatchOnly
-	NoWatch   = apiproxy.NoWatch
-)
+// WatchOnly is apiproxy.WatchOnly.
+const WatchOnly = apiproxy.WatchOnly
 
 // StartAPIProxy is apiproxy.Start.
 func StartAPIProxy(t testing.TB, cfg *rest.Config) *APIProxy {
@@ -66,9 +63,6 @@ func FilesTarGz(t testing.TB, files map[string]string) []byte {
 	t.Helper()
 	return registry.FilesTarGz(t, files)
 }
-
-// UpdateFixturesEnv is tools.UpdateFixturesEnv.
-const UpdateFixturesEnv = tools.UpdateFixturesEnv
 
 // UpdateFixtures is tools.UpdateFixtures.
 func UpdateFixtures() bool { return tools.UpdateFixtures() }
