@@ -16,6 +16,7 @@ import (
 
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/optout"
 )
 
 // applyOrder ranks kinds so that what others depend on is written first:
@@ -418,7 +419,7 @@ func (r *Reconciler) orphan(ctx context.Context, st *State, owned map[string]boo
 			return err
 		}
 		octx, span := startSpan(ctx, "recond.apply.object", kindAttr(l.GetKind()), attribute.String("k8s.name", l.GetName()), attribute.String("recond.action", "orphan"))
-		_, err := r.kube.MergePatch(octx, cluster.Write{Purpose: cluster.PurposeOrphan, GVK: l.GroupVersionKind(), Name: l.GetName(), Live: l}, orphanPatch, cluster.FieldManager)
+		_, err := r.kube.MergePatch(octx, cluster.Write{Purpose: cluster.PurposeOrphan, GVK: l.GroupVersionKind(), Name: l.GetName(), Live: l}, optout.OrphanPatch, cluster.FieldManager)
 		endSpan(span, err)
 		if err != nil {
 			return fmt.Errorf("orphan %s/%s (recond.dev/prune: disabled): %w", l.GetKind(), l.GetName(), err)

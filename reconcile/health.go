@@ -12,6 +12,7 @@ import (
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
+	"recond.dev/recond/reconcile/optout"
 )
 
 // DefaultHealthTimeout is --health-timeout's default.
@@ -99,7 +100,7 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 			continue
 		}
 		seen[k] = true
-		if obj == nil && reconcileDisabled(d) {
+		if obj == nil && optout.Disabled(d) {
 			// Taken out of recond's hands and not there: not recond's to
 			// miss (one that is there is assessed like any other).
 			continue

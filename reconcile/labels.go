@@ -32,6 +32,25 @@ const (
 	LabelInventory = keys.LabelInventory
 )
 
+// The per-object opt-outs (reconcile/optout): annotations an object
+// carries in Git (and, for AnnotationReconcile, on the live object too)
+// that take it, or part of it, out of the loop's hands. The names and
+// values are a contract.
+const (
+	// AnnotationReconcile "disabled": the object is neither written, healed
+	// nor pruned; it is counted and listed as skipped.
+	AnnotationReconcile = keys.AnnotationReconcile
+	// AnnotationApply "create-only": created when missing, never updated.
+	AnnotationApply = keys.AnnotationApply
+	// AnnotationPrune "disabled": never deleted; when it leaves Git it
+	// loses recond's labels (it is orphaned), with an Event.
+	AnnotationPrune = keys.AnnotationPrune
+	// AnnotationIgnoreFields is a comma-separated list of JSON pointers
+	// (RFC 6901) to fields that are neither compared nor sent, so that
+	// another manager may own them: "/spec/replicas,/data/generated".
+	AnnotationIgnoreFields = keys.AnnotationIgnoreFields
+)
+
 // Name prefixes recond keeps for its own objects in the namespace: its
 // inventory ConfigMap and its leader-election Lease. Git may not name an
 // object with one of them, whatever its kind, so that no repository can

@@ -17,6 +17,7 @@ import (
 
 	"recond.dev/recond/internal/redact"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/optout"
 	"recond.dev/recond/reconcile/source"
 )
 
@@ -263,7 +264,7 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 			continue
 		}
 		decorate(obj, r.cfg.Name, st.Revision, sourceAnn)
-		ptrs, err := checkOptOuts(obj)
+		ptrs, err := optout.Check(obj)
 		if err != nil {
 			return Invalidf("%s: %s: %v", m.File, id, err)
 		}
