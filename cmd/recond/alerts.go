@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -13,8 +11,7 @@ import (
 // shipped one (alerts/recond.rules.yaml is the default).
 func printAlerts(args []string, stdout, stderr io.Writer) int {
 	cfg := alerts.Default()
-	fs := flag.NewFlagSet("recond alerts", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("recond alerts", stderr)
 	fs.IntVar(&cfg.StallIntervals, "stall-intervals", cfg.StallIntervals, "intervals without a successful tick before RecondReconcileStalled")
 	fs.StringVar(&cfg.Selector, "selector", cfg.Selector, "label matchers selecting recond's series (and targets, for RecondTargetMissing)")
 	fs.StringVar(&cfg.RunbookBase, "runbook-base", cfg.RunbookBase, "URL of the runbooks page")
@@ -23,11 +20,8 @@ func printAlerts(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.DegradedFor, "degraded-for", cfg.DegradedFor, "for: of RecondDegraded (how long the instance stays degraded before it fires)")
 	fs.DurationVar(&cfg.ObserveSlowThreshold, "observe-slow-threshold", cfg.ObserveSlowThreshold, "p95 of the observe phase above which RecondObserveSlow fires")
 	promRule := fs.Bool("prometheus-rule", false, "print a monitoring.coreos.com/v1 PrometheusRule instead of a rule file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseCommand(fs, args); !ok {
+		return code
 	}
 	var (
 		b   []byte

@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -77,30 +75,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return printStatus(ctx, args, stdout, stderr)
 	case "suspend", "resume":
 		return suspendCommand(ctx, cmd == "resume", args, stdout, stderr)
-	case "run", "sync", "diff":
-	default:
-		fmt.Fprintf(stderr, "recond: unknown command %q\n\n%s", cmd, usage)
-		return 2
-	}
-	opts, err := parseFlags(cmd, args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "recond %s: %v\n", cmd, err)
-		return 2
-	}
-	app, err := newApp(opts, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "recond %s: %v\n", cmd, err)
-		return 2
-	}
-	switch cmd {
 	case "run":
-		return app.run(ctx)
+		return runCommand(ctx, args, stderr)
 	case "sync":
-		return app.sync(ctx)
-	default:
-		return app.diff(ctx, stdout)
+		return syncCommand(ctx, args, stderr)
+	case "diff":
+		return diffCommand(ctx, args, stdout, stderr)
 	}
+	fmt.Fprintf(stderr, "recond: unknown command %q\n\n%s", cmd, usage)
+	return 2
 }

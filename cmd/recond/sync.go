@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -24,6 +25,28 @@ func (e *busyError) Error() string { return "the lease is held by " + e.holder }
 
 // errLeaseWait is the Lease not taken within the time sync may wait for it.
 var errLeaseWait = errors.New("the lease was not taken in time")
+
+// syncCommand is `recond sync`: one tick, exit 0 when it succeeded, 1 when
+// it failed or did not start (a.sync).
+func syncCommand(ctx context.Context, args []string, stderr io.Writer) int {
+	return withApp("sync", args, stderr, func(a *app) int { return a.sync(ctx) })
+}
+
+// buildSync adds what recond sync uses: the election, with renewals
+// whatever the mode (one tick: it so waits for a claimed Lease to be
+// released), and Events.
+func (a *app) buildSync(p *parts) error {
+	lc := a.leaderConfig()
+	lc.Mode = leader.ModeRenew
+	if err := p.elect(a, lc); err != nil {
+		return err
+	}
+	if err := p.addEvents(a); err != nil {
+		return err
+	}
+	p.reconciler(a)
+	return nil
+}
 
 // sync is `recond sync`: one tick, under the instance's Lease. The Lease
 // held by another live process (the instance's running recond) is said at

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,17 +17,13 @@ import (
 // was asked for (and, with --wait, succeeded), 1 when the tick failed or did
 // not end within --timeout, 2 on any other error.
 func trigger(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("recond trigger", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("url", "", "recond's --listen address, e.g. http://recond.team-a:8080 (required)")
+	fs := commandFlags("recond trigger", stderr)
+	url := urlFlag(fs)
 	tokenFile := fs.String("token-file", "", "file holding the bearer token (recond's --sync-token-file)")
 	wait := fs.Bool("wait", false, "wait for the tick to end; exit 1 when it failed")
 	timeout := fs.Duration("timeout", 10*time.Minute, "how long --wait waits")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseCommand(fs, args); !ok {
+		return code
 	}
 	if *url == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "recond trigger: --url is required, and takes no arguments")
@@ -96,53 +89,4 @@ func trigger(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// call sends req and decodes a JSON answer with status want.
-func call(client *http.Client, req *http.Request, want int, into any) error {
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	// A tick's details are capped well below this (500 changes, their
-	// fields at 200 bytes a value).
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %s: %.200s", req.Method, req.URL.Path, resp.Status, status.Printable(strings.TrimSpace(string(body))))
-	}
-	return json.Unmarshal(body, into)
-}
-
-// printStatus is `recond status`: a running recond's status page as a
-// table in a terminal (GET /api/v1/status).
-func printStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("recond status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("url", "", "recond's --listen address, e.g. http://recond.team-a:8080 (required)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if *url == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "recond status: --url is required, and takes no arguments")
-		return 2
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	s, err := status.Fetch(ctx, *url)
-	if err != nil {
-		fmt.Fprintf(stderr, "recond status: %v\n", err)
-		return 2
-	}
-	if err := status.WriteTable(stdout, s); err != nil {
-		fmt.Fprintf(stderr, "recond status: %v\n", err)
-		return 2
-	}
-	return 0
 }
