@@ -42,8 +42,8 @@ func TestSecondProcessOfAnInstanceIsStandby(t *testing.T) {
 	args := func(repo string) []string {
 		// A tick timeout well above a tick's cost (the interval, 1 s, by
 		// default): a slow tick on a loaded machine is not the test's.
-		return []string{"--repo", repo, "--namespace", ns, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "--tick-timeout", "30s",
-			"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
+		return append([]string{"--repo", repo, "--namespace", ns, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "--tick-timeout", "30s"},
+			leaseArgs...)
 	}
 	a := startRun(t, "1s", true, args(repoA.URL())...)
 	if m := get(t, "http://"+a.addr+"/metrics"); !strings.Contains(m, "\nrecond_leader 1\n") {

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/reconcile"
 )
 
@@ -27,15 +26,7 @@ import (
 // z (RFC 3339 allows them) is taken as written, not replaced by
 // --suspend-max.
 func TestSuspendLengths(t *testing.T) {
-	cp.Require(t)
-	ns := cp.Namespace(t)
-	repo := testenv.NewRepo(t)
-	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
-	token := writeFile(t, "token", "s3cret\n")
-	r := startRun(t, "1h", true, "--repo", repo.URL(), "--namespace", ns, "--kubeconfig", cp.WriteKubeConfig(t),
-		"--cache-dir", t.TempDir(), "--leader-elect=false", "--sync-token-file", token, "--tick-timeout", "1m")
-	url := "http://" + r.addr
-	waitEvent(t, ns, "RevisionApplied ConfigMap/recond-inventory-recond", r.log)
+	r, ns, url, token := startSuspendable(t)
 
 	for _, d := range []string{"1ns", "999ms", "0s", "-1h"} {
 		req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/suspend", strings.NewReader(`{"reason":"x","for":"`+d+`"}`))

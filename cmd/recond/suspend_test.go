@@ -18,6 +18,23 @@ import (
 	"recond.dev/recond/status"
 )
 
+// startSuspendable runs `recond run` (watch mode, an hour's interval, no
+// leader election) over a repository of one ConfigMap with the sync token
+// s3cret, and waits until it applied the first revision. It returns the
+// process, its namespace, its URL and the token's file.
+func startSuspendable(t *testing.T) (r *running, ns, url, token string) {
+	t.Helper()
+	cp.Require(t)
+	ns = cp.Namespace(t)
+	repo := testenv.NewRepo(t)
+	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
+	token = writeFile(t, "token", "s3cret\n")
+	r = startRun(t, "1h", true, "--repo", repo.URL(), "--namespace", ns, "--kubeconfig", cp.WriteKubeConfig(t),
+		"--cache-dir", t.TempDir(), "--leader-elect=false", "--sync-token-file", token, "--tick-timeout", "1m")
+	waitEvent(t, ns, "RevisionApplied ConfigMap/recond-inventory-recond", r.log)
+	return r, ns, "http://" + r.addr, token
+}
+
 // TestSuspendAndResumeEndToEnd runs `recond run` (watch mode) and drives it
 // with `recond suspend` and `recond resume`, as an operator in an
 // incident: the API refuses without the token and without a reason; while
@@ -25,15 +42,7 @@ import (
 // metrics, the tick line and an Event say who, why and until when; resume
 // heals the change and says so with an Event.
 func TestSuspendAndResumeEndToEnd(t *testing.T) {
-	cp.Require(t)
-	ns := cp.Namespace(t)
-	repo := testenv.NewRepo(t)
-	repo.Commit("cm", map[string]string{"cm.yaml": cmYAML})
-	token := writeFile(t, "token", "s3cret\n")
-	r := startRun(t, "1h", true, "--repo", repo.URL(), "--namespace", ns, "--kubeconfig", cp.WriteKubeConfig(t),
-		"--cache-dir", t.TempDir(), "--leader-elect=false", "--sync-token-file", token, "--tick-timeout", "1m")
-	url := "http://" + r.addr
-	waitEvent(t, ns, "RevisionApplied ConfigMap/recond-inventory-recond", r.log)
+	r, ns, url, token := startSuspendable(t)
 
 	for _, tc := range []struct {
 		name, auth, body string
@@ -175,8 +184,8 @@ func TestStandbyTakesOverSuspended(t *testing.T) {
 	repo.Commit("c", map[string]string{"cm.yaml": cmYAML})
 	token := writeFile(t, "token", "t0ken")
 	args := func() []string {
-		return []string{"--repo", repo.URL(), "--namespace", ns, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "--tick-timeout", "30s",
-			"--sync-token-file", token, "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
+		return append([]string{"--repo", repo.URL(), "--namespace", ns, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "--tick-timeout", "30s",
+			"--sync-token-file", token}, leaseArgs...)
 	}
 	a := startRun(t, "1s", true, args()...)
 	b := startRun(t, "1s", false, args()...)
