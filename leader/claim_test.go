@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/leader"
 )
 
@@ -24,41 +21,30 @@ import (
 // claim), which returns ErrLost saying why; a clean stop releases the
 // Lease.
 func TestClaimTakesTheLeaseAtOnceAndRenewsRarely(t *testing.T) {
-	cp.Require(t)
-	ns := cp.Namespace(t)
-	proxy := apiproxy.Start(t, cp.Config)
 	const name = "recond-leader-c"
-	writes := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "PUT", Path: "/leases/" + name}})
-	client := kubernetes.NewForConfigOrDie(proxy.RESTConfig())
+	p := proxiedLease(t, name)
+	ns, client, writes := p.ns, p.client, p.writes
 	leases := cp.Client.CoordinationV1().Leases(ns)
 
 	// The pod before held it for an hour from now, and is gone.
-	holder, secs, now := "gone", int32(3600), metav1.NewMicroTime(time.Now())
-	if _, err := leases.Create(context.Background(), &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}},
-		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	holdLease(t, ns, name, "gone", 3600)
+	claimAs := func(id string) leader.Config {
+		cfg := quick(ns, name, id)
+		cfg.Mode = leader.ModeClaim
+		return cfg
 	}
-	claim := leader.Config{Namespace: ns, Lease: name, Mode: leader.ModeClaim,
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
-	a := claimWith(claim, "a")
-	ea := elect(t, a, client, nil)
+	ea := elect(t, claimAs("a"), client, nil)
 	actx := ea.lead(t, 20*time.Second)
 	if err := ea.e.MayWrite(); err != nil {
 		t.Fatalf("the claimant may not write: %v", err)
 	}
-	l, err := leases.Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := *l.Spec.HolderIdentity; got != "a" {
+	if got := *getLease(t, ns, name).Spec.HolderIdentity; got != "a" {
 		t.Fatalf("the Lease is held by %q, want a", got)
 	}
 	claimed := writes.Hits()
 
 	// A process renewing its own Lease beside it: three renewals.
-	ref := elect(t, leader.Config{Namespace: ns, Lease: "recond-leader-ref", Identity: "ref",
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}, cp.Client, nil)
+	ref := elect(t, quick(ns, "recond-leader-ref", "ref"), cp.Client, nil)
 	ref.lead(t, 20*time.Second)
 	refRenewals := 0
 	last := ""
@@ -78,31 +64,16 @@ func TestClaimTakesTheLeaseAtOnceAndRenewsRarely(t *testing.T) {
 	}
 
 	// A second process claims it: the first stops writing.
-	eb := elect(t, claimWith(claim, "b"), client, nil)
+	eb := elect(t, claimAs("b"), client, nil)
 	eb.lead(t, 20*time.Second)
-	select {
-	case <-actx.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the first claimant still leads 20 s after another claimed the Lease")
-	}
+	ended(t, "the first claimant, another having claimed the Lease", actx, 20*time.Second)
 	if err := ea.e.MayWrite(); !errors.Is(err, leader.ErrNotWriter) || !strings.Contains(err.Error(), "held by b") {
 		t.Errorf("MayWrite of the first claimant = %v, want ErrNotWriter naming b", err)
 	}
-	select {
-	case err := <-ea.done:
-		if !errors.Is(err, leader.ErrLost) || !strings.Contains(err.Error(), "replicas: 1") {
-			t.Errorf("Run returned %v, want ErrLost with the advice", err)
-		}
-		ea.done <- err
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not return after the Lease was claimed by another")
+	if err := returned(t, "the first claimant, its Lease claimed by another", ea.done, 20*time.Second); !errors.Is(err, leader.ErrLost) || !strings.Contains(err.Error(), "replicas: 1") {
+		t.Errorf("Run returned %v, want ErrLost with the advice", err)
 	}
 	if err := eb.e.MayWrite(); err != nil {
 		t.Errorf("the second claimant may not write: %v", err)
 	}
-}
-
-func claimWith(cfg leader.Config, id string) leader.Config {
-	cfg.Identity = id
-	return cfg
 }

@@ -1,15 +1,10 @@
 package leader_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
-	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/leader"
 )
 
@@ -21,25 +16,18 @@ import (
 // says that the holder is overdue. Before, a claim was written for a year
 // and never renewed: the standby waited for ever.
 func TestDeadClaimantIsTakenOverWhenItsClaimEnds(t *testing.T) {
-	cp.Require(t)
-	ns := cp.Namespace(t)
-	proxy := apiproxy.Start(t, cp.Config)
 	const name = "recond-leader-dead"
-	renewals := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "PUT", Path: "/leases/" + name}})
+	p := proxiedLease(t, name)
+	ns, renewals := p.ns, p.writes
 	const claimFor = 3 * time.Second
-	timing := leader.Config{Namespace: ns, Lease: name, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second,
-		RetryPeriod: 500 * time.Millisecond, ClaimDuration: claimFor}
+	timing := quick(ns, name, "")
+	timing.ClaimDuration = claimFor
 	claim := timing
 	claim.Mode, claim.Identity = leader.ModeClaim, "claimant"
-	a := elect(t, claim, kubernetes.NewForConfigOrDie(proxy.RESTConfig()), nil)
+	a := elect(t, claim, p.client, nil)
 	actx := a.lead(t, 20*time.Second)
 	claimed := renewals.Hits()
-	leases := cp.Client.CoordinationV1().Leases(ns)
-	l, err := leases.Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := *l.Spec.LeaseDurationSeconds; got != int32(claimFor/time.Second) {
+	if got := *getLease(t, ns, name).Spec.LeaseDurationSeconds; got != int32(claimFor/time.Second) {
 		t.Errorf("the claim's term is %ds, want %s", got, claimFor)
 	}
 	// Two renewals, a third of the claim apart.
@@ -49,13 +37,9 @@ func TestDeadClaimantIsTakenOverWhenItsClaimEnds(t *testing.T) {
 	}
 
 	// Killed: nothing of it reaches the API server any more.
-	proxy.SetDown(true)
+	p.proxy.SetDown(true)
 	cut := time.Now()
-	l, err = leases.Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lastRenewal := l.Spec.RenewTime.Time
+	lastRenewal := getLease(t, ns, name).Spec.RenewTime.Time
 
 	renew := timing
 	renew.Identity = "standby"
@@ -78,19 +62,9 @@ func TestDeadClaimantIsTakenOverWhenItsClaimEnds(t *testing.T) {
 	if err := a.e.MayWrite(); !errors.Is(err, leader.ErrNotWriter) {
 		t.Errorf("the cut-off claimant's MayWrite = %v when the standby leads, want ErrNotWriter", err)
 	}
-	select {
-	case <-actx.Done():
-	case <-time.After(time.Minute):
-		t.Error("the cut-off claimant still leads")
-	}
-	select {
-	case err := <-a.done:
-		if !errors.Is(err, leader.ErrLost) {
-			t.Errorf("the cut-off claimant's Run returned %v, want ErrLost", err)
-		}
-		a.done <- err
-	case <-time.After(time.Minute):
-		t.Error("the cut-off claimant's Run did not return")
+	ended(t, "the cut-off claimant", actx, time.Minute)
+	if err := returned(t, "the cut-off claimant", a.done, time.Minute); !errors.Is(err, leader.ErrLost) {
+		t.Errorf("the cut-off claimant's Run returned %v, want ErrLost", err)
 	}
 	if bctx.Err() != nil {
 		t.Error("the standby stopped leading")

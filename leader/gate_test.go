@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	coordv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,74 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"recond.dev/recond/internal/testenv"
-	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/leader"
 )
-
-// elected is one Elector running in a test: its lead contexts and states.
-type elected struct {
-	e      *leader.Elector
-	leads  chan context.Context
-	done   chan error
-	mu     sync.Mutex
-	states []leader.State
-}
-
-func elect(t *testing.T, cfg leader.Config, client kubernetes.Interface, log *slog.Logger) *elected {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	el := &elected{e: leader.New(cfg, client.CoordinationV1(), log), leads: make(chan context.Context, 4), done: make(chan error, 1)}
-	go func() {
-		el.done <- el.e.Run(ctx, func(s leader.State) {
-			el.mu.Lock()
-			el.states = append(el.states, s)
-			el.mu.Unlock()
-		}, func(ctx context.Context) {
-			el.leads <- ctx
-			<-ctx.Done()
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-el.done:
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return")
-		}
-	})
-	return el
-}
-
-// state returns the first state that ok accepts, waiting up to within.
-func (el *elected) state(t *testing.T, what string, within time.Duration, ok func(leader.State) bool) leader.State {
-	t.Helper()
-	var got leader.State
-	waitFor(t, what, within, func() bool {
-		el.mu.Lock()
-		defer el.mu.Unlock()
-		for _, s := range el.states {
-			if ok(s) {
-				got = s
-				return true
-			}
-		}
-		return false
-	})
-	return got
-}
-
-func (el *elected) lead(t *testing.T, within time.Duration) context.Context {
-	t.Helper()
-	select {
-	case ctx := <-el.leads:
-		return ctx
-	case err := <-el.done:
-		t.Fatalf("Run returned %v before leading", err)
-	case <-time.After(within):
-		t.Fatalf("not leading within %s", within)
-	}
-	return nil
-}
 
 // A leader whose Lease is deleted stops writing at once: its watch sees
 // the deletion, MayWrite refuses and lead's context ends before the
@@ -92,14 +25,11 @@ func (el *elected) lead(t *testing.T, within time.Duration) context.Context {
 // the watch can have seen it), and Run returns ErrLost. A Lease this
 // process never saw before is taken without waiting.
 func TestDeletedLeaseStopsTheWriterAtOnce(t *testing.T) {
-	cp.Require(t)
-	ns := cp.Namespace(t)
-	proxy := apiproxy.Start(t, cp.Config)
-	renewals := proxy.Add(apiproxy.Fault{Match: apiproxy.Match{Method: "PUT", Path: "/leases/"}})
-	client := kubernetes.NewForConfigOrDie(proxy.RESTConfig())
 	const name = "recond-leader-w"
+	p := proxiedLease(t, name)
+	ns := p.ns
 	a := elect(t, leader.Config{Namespace: ns, Lease: name, Identity: "a",
-		LeaseDuration: 40 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 10 * time.Second}, client, nil)
+		LeaseDuration: 40 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 10 * time.Second}, p.client, nil)
 	lctx := a.lead(t, 20*time.Second)
 	if err := a.e.MayWrite(); err != nil {
 		t.Fatalf("the leader may not write: %v", err)
@@ -118,16 +48,12 @@ func TestDeletedLeaseStopsTheWriterAtOnce(t *testing.T) {
 		l, err := leases.Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil && !l.Spec.RenewTime.Equal(l.Spec.AcquireTime)
 	})
-	before := renewals.Hits()
+	before := p.writes.Hits()
 	if err := leases.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-lctx.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("lead's context still running 20 s after the Lease was deleted")
-	}
-	if n := renewals.Hits(); n != before {
+	ended(t, "the leader, its Lease deleted", lctx, 20*time.Second)
+	if n := p.writes.Hits(); n != before {
 		t.Errorf("the leader stopped only after %d more renewal(s): the watch did not stop it", n-before)
 	}
 	err := a.e.MayWrite()
@@ -137,14 +63,8 @@ func TestDeletedLeaseStopsTheWriterAtOnce(t *testing.T) {
 	if cause := context.Cause(lctx); !errors.Is(cause, leader.ErrLost) {
 		t.Errorf("lead's context ended with %v, want ErrLost", cause)
 	}
-	select {
-	case err := <-a.done:
-		if !errors.Is(err, leader.ErrLost) {
-			t.Errorf("Run returned %v, want ErrLost", err)
-		}
-		a.done <- err
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not return after the Lease was lost")
+	if err := returned(t, "the leader, its Lease lost", a.done, 20*time.Second); !errors.Is(err, leader.ErrLost) {
+		t.Errorf("Run returned %v, want ErrLost", err)
 	}
 }
 
@@ -158,11 +78,7 @@ func TestRecreatedLeaseWaitsALeaseDuration(t *testing.T) {
 	const name = "recond-leader-r"
 	const leaseDuration = 4 * time.Second
 	leases := cp.Client.CoordinationV1().Leases(ns)
-	holder, secs, now := "old", int32(60), metav1.NewMicroTime(time.Now())
-	if _, err := leases.Create(context.Background(), &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	holdLease(t, ns, name, "old", 60)
 	b := elect(t, leader.Config{Namespace: ns, Lease: name, Identity: "b",
 		LeaseDuration: leaseDuration, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond}, cp.Client, nil)
 	s := b.state(t, "b standby behind old", 20*time.Second, func(s leader.State) bool { return s.Holder == "old" })
@@ -180,10 +96,7 @@ func TestRecreatedLeaseWaitsALeaseDuration(t *testing.T) {
 	if err := b.e.MayWrite(); !errors.Is(err, leader.ErrNotWriter) {
 		t.Errorf("MayWrite while waiting after the takeover = %v, want ErrNotWriter", err)
 	}
-	l, err := leases.Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := getLease(t, ns, name)
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "b" {
 		t.Fatalf("recreated Lease held by %v, want b", l.Spec.HolderIdentity)
 	}

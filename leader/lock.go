@@ -29,20 +29,12 @@ var _ rl.Interface = (*lock)(nil)
 // Get reads the Lease.
 func (l *lock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error) {
 	lease, err := l.e.leases().Get(ctx, l.e.cfg.Lease, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		l.e.succeeded(opGet)
-		l.e.observe(nil)
-		return nil, nil, err
-	case err != nil && errors.Is(ctx.Err(), context.Canceled):
-		// Cut short because the process is stopping (or its campaign
-		// ended): not a failure of the Lease.
-		return nil, nil, err
-	case err != nil:
-		l.e.failed(opGet, err)
+	if !l.settle(ctx, opGet, err, apierrors.IsNotFound) {
+		if apierrors.IsNotFound(err) {
+			l.e.observe(nil)
+		}
 		return nil, nil, err
 	}
-	l.e.succeeded(opGet)
 	l.lease = lease
 	l.e.observe(lease)
 	rec := rl.LeaseSpecToLeaderElectionRecord(&lease.Spec)
@@ -60,21 +52,13 @@ func (l *lock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
 		ObjectMeta: metav1.ObjectMeta{Name: l.e.cfg.Lease, Namespace: l.e.cfg.Namespace},
 		Spec:       rl.LeaderElectionRecordToLeaseSpec(&ler),
 	}, metav1.CreateOptions{})
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		// Another process created it first: a race lost, not a failure.
-		l.e.succeeded(opCreate)
-		l.e.sawExist()
-		return err
-	case err != nil && errors.Is(ctx.Err(), context.Canceled):
-		// Cut short because the process is stopping (or its campaign
-		// ended): not a failure of the Lease.
-		return err
-	case err != nil:
-		l.e.failed(opCreate, err)
+	if !l.settle(ctx, opCreate, err, apierrors.IsAlreadyExists) {
+		if apierrors.IsAlreadyExists(err) {
+			// Another process created it first: a race lost, not a failure.
+			l.e.sawExist()
+		}
 		return err
 	}
-	l.e.succeeded(opCreate)
 	l.lease = lease
 	l.e.wrote(lease, start, true)
 	return nil
@@ -89,27 +73,36 @@ func (l *lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 	lease.Spec = rl.LeaderElectionRecordToLeaseSpec(&ler)
 	start := time.Now()
 	out, err := l.e.leases().Update(ctx, lease, metav1.UpdateOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		l.e.succeeded(opUpdate)
-		l.e.observe(nil)
-		return err
-	case apierrors.IsConflict(err):
-		// Changed since it was read: the election reads it again.
-		l.e.succeeded(opUpdate)
-		return err
-	case err != nil && errors.Is(ctx.Err(), context.Canceled):
-		// Cut short because the process is stopping (or its campaign
-		// ended): not a failure of the Lease.
-		return err
-	case err != nil:
-		l.e.failed(opUpdate, err)
+	// A conflict: changed since it was read; the election reads it again.
+	if !l.settle(ctx, opUpdate, err, func(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) }) {
+		if apierrors.IsNotFound(err) {
+			l.e.observe(nil)
+		}
 		return err
 	}
-	l.e.succeeded(opUpdate)
 	l.lease = out
 	l.e.wrote(out, start, false)
 	return nil
+}
+
+// settle counts the request op on the Lease as the error it returned says,
+// and reports whether it returned the Lease (err is nil). An error answered
+// says something about the Lease (not found, already there, changed since
+// it was read) and counts as a successful request; a request cut short
+// because the process is stopping (or its campaign ended) is not a failure
+// of the Lease; any other error is.
+func (l *lock) settle(ctx context.Context, op string, err error, answered func(error) bool) bool {
+	switch {
+	case err == nil:
+		l.e.succeeded(op)
+		return true
+	case answered(err):
+		l.e.succeeded(op)
+	case errors.Is(ctx.Err(), context.Canceled):
+	default:
+		l.e.failed(op, err)
+	}
+	return false
 }
 
 // RecordEvent sends no Event: recond's log says who leads.
