@@ -76,7 +76,7 @@ func TestAssess(t *testing.T) {
 }
 
 func TestAssessRuleDecides(t *testing.T) {
-	rules, err := ParseRules([]byte(`
+	rules := mustRules(t, `
 rules:
 - apiVersion: example.com/v1beta1
   kind: Widget
@@ -87,10 +87,7 @@ rules:
 - apiVersion: v1
   kind: ConfigMap
   current: 'false'
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	for _, tc := range []struct {
 		name string
 		file string
@@ -183,17 +180,14 @@ func TestOf(t *testing.T) {
 // BenchmarkAssess is the per-tick cost of assessing 1,000 mixed objects,
 // a tenth of them under a CEL rule.
 func BenchmarkAssess(b *testing.B) {
-	rules, err := ParseRules([]byte(`
+	rules := mustRules(b, `
 rules:
 - apiVersion: example.com/v1
   kind: Gadget
   current: 'status.phase == "Ready"'
   inProgress: 'status.phase == "Pending"'
   failed: 'status.phase == "Failed"'
-`))
-	if err != nil {
-		b.Fatal(err)
-	}
+`)
 	files := []string{
 		"deployment-current.yaml", "deployment-updated-short.yaml", "statefulset-current.yaml",
 		"daemonset-current.yaml", "job-complete.yaml", "pvc-bound.yaml", "service-clusterip.yaml",

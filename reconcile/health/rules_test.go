@@ -96,26 +96,9 @@ func widget(status map[string]any) *unstructured.Unstructured {
 }
 
 func TestRulesEvaluate(t *testing.T) {
-	full, err := ParseRules([]byte(`
-rules:
-- apiVersion: example.com/v1
-  kind: Widget
-  current: 'status.phase == "Ready"'
-  inProgress: 'status.phase == "Pending"'
-  failed: 'object.status.phase == "Failed" || status.errors > 3'
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	currentOnly, err := ParseRules([]byte(`
-rules:
-- apiVersion: example.com/v1
-  kind: Widget
-  current: 'status.phase == "Ready" && spec.size == 2 && kind == "Widget" && metadata.name == "w"'
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := widgetRules(t, `current: 'status.phase == "Ready"'`, `inProgress: 'status.phase == "Pending"'`,
+		`failed: 'object.status.phase == "Failed" || status.errors > 3'`)
+	currentOnly := widgetRules(t, `current: 'status.phase == "Ready" && spec.size == 2 && kind == "Widget" && metadata.name == "w"'`)
 	for _, tc := range []struct {
 		name    string
 		rules   *Rules
@@ -127,38 +110,18 @@ rules:
 		{"phase failed", full, map[string]any{"phase": "Failed"}, Failed, `health rule failed is true: object.status.phase == "Failed"`},
 		{"phase pending", full, map[string]any{"phase": "Pending"}, InProgress, "health rule inProgress is true"},
 		// inProgress is evaluated before current (Flux's order).
-		{"inProgress before current", mustRules(t, `
-rules:
-- apiVersion: example.com/v1
-  kind: Widget
-  current: 'true'
-  inProgress: 'status.phase == "Pending"'
-`), map[string]any{"phase": "Pending"}, InProgress, "inProgress"},
+		{"inProgress before current", widgetRules(t, "current: 'true'", `inProgress: 'status.phase == "Pending"'`),
+			map[string]any{"phase": "Pending"}, InProgress, "inProgress"},
 		// failed before current.
-		{"failed before current", mustRules(t, `
-rules:
-- apiVersion: example.com/v1
-  kind: Widget
-  current: 'true'
-  failed: 'status.errors > 3'
-`), map[string]any{"errors": int64(4)}, Failed, "failed"},
+		{"failed before current", widgetRules(t, "current: 'true'", "failed: 'status.errors > 3'"),
+			map[string]any{"errors": int64(4)}, Failed, "failed"},
 		{"no expression true", full, map[string]any{"phase": "Provisioning", "errors": int64(0)}, InProgress, "no health rule expression is true"},
 		// errors is missing: failed errors, the others are false.
 		{"one errors, none true", full, map[string]any{"phase": "Provisioning"}, InProgress, "no health rule expression is true (failed: no such key: errors)"},
 		{"missing status", full, nil, Unknown, "every health rule expression failed: inProgress: no such attribute"},
-		{"missing status via object", mustRules(t, `
-rules:
-- apiVersion: example.com/v1
-  kind: Widget
-  current: 'object.status.phase == "Ready"'
-`), nil, Unknown, "current: no such key: status"},
+		{"missing status via object", widgetRules(t, `current: 'object.status.phase == "Ready"'`), nil, Unknown, "current: no such key: status"},
 		{"top-level variables", currentOnly, map[string]any{"phase": "Ready"}, Current, ""},
-		{"dyn result not bool", mustRules(t, `
-rules:
-- apiVersion: example.com/v1
-  kind: Widget
-  current: 'status.phase'
-`), map[string]any{"phase": "Ready"}, Unknown, "current: result is string, not bool"},
+		{"dyn result not bool", widgetRules(t, "current: 'status.phase'"), map[string]any{"phase": "Ready"}, Unknown, "current: result is string, not bool"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Assess(widget(tc.status), tc.rules)
@@ -169,12 +132,7 @@ rules:
 
 func TestRulesCostLimit(t *testing.T) {
 	// 200^3 = 8,000,000 iterations over spec.items: far past CostLimit.
-	r := mustRules(t, `
-rules:
-- apiVersion: example.com/v1
-  kind: Widget
-  current: 'spec.items.all(a, spec.items.all(b, spec.items.all(c, a + b + c >= 0)))'
-`)
+	r := widgetRules(t, "current: 'spec.items.all(a, spec.items.all(b, spec.items.all(c, a + b + c >= 0)))'")
 	items := make([]any, 200)
 	for i := range items {
 		items[i] = int64(i)
@@ -236,11 +194,22 @@ func TestLoadRules(t *testing.T) {
 	}
 }
 
-func mustRules(t *testing.T, s string) *Rules {
-	t.Helper()
+func mustRules(tb testing.TB, s string) *Rules {
+	tb.Helper()
 	r, err := ParseRules([]byte(s))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return r
+}
+
+// widgetRules is one rule for example.com/v1 Widget with the expressions
+// exprs, each a line such as "current: 'true'".
+func widgetRules(tb testing.TB, exprs ...string) *Rules {
+	tb.Helper()
+	s := "rules:\n- apiVersion: example.com/v1\n  kind: Widget\n"
+	for _, e := range exprs {
+		s += "  " + e + "\n"
+	}
+	return mustRules(tb, s)
 }
