@@ -167,11 +167,11 @@ func (r *Reconciler) holdForSuspension(ctx context.Context, st *State) error {
 	// cache's news; a suspension made, or lifted, a moment ago counts. A
 	// tick with nothing to write asks nothing.
 	if !st.suspensionRead || len(st.Changes) > 0 || len(st.Orphans) > 0 || len(st.Hooks) > 0 || st.suspension.Stale {
-		if err := r.freshSuspension(ctx, st); err != nil {
+		if err := (suspensionStore{r}).fresh(ctx, st); err != nil {
 			return err
 		}
 	}
-	if err := r.settleSuspension(ctx, st); err != nil {
+	if err := (suspensionStore{r}).settle(ctx, st); err != nil {
 		return err
 	}
 	if s := st.suspension.Active; s != nil && len(st.Changes) > 0 {

@@ -6,6 +6,6 @@ import "context"
 // inventory's resourceVersion rv would: it removes the suspension's
 // annotations unless the inventory changed since.
 func SettleEnded(ctx context.Context, r *Reconciler, rv string) error {
-	st := &State{cfg: r.cfg, recreates: &keySet{}, suspension: suspensionState{Stale: true, rv: rv}, suspensionRead: true}
-	return r.settleSuspension(ctx, st)
+	st := &State{cfg: r.cfg, recreates: &keySet{}, suspension: suspensionState{Stale: true, RV: rv}, suspensionRead: true}
+	return suspensionStore{r}.settle(ctx, st)
 }

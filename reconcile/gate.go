@@ -248,7 +248,7 @@ func (r *Reconciler) recheckSuspension(ctx context.Context, st *State) error {
 		return err
 	}
 	if cm != nil {
-		r.noteSuspension(st, cm)
+		suspensionStore{r}.note(st, cm)
 	}
 	return r.suspendedNow()
 }

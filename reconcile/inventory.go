@@ -72,7 +72,7 @@ func (r *Reconciler) loadInventory(ctx context.Context, st *State) (*inventory, 
 		if err != nil {
 			return nil, err
 		}
-		r.noteSuspension(st, cm)
+		suspensionStore{r}.note(st, cm)
 		inv := &inventory{}
 		if cm != nil {
 			if inv, err = parseInventory(cm); err != nil {
@@ -104,7 +104,7 @@ func (r *Reconciler) loadInventory(ctx context.Context, st *State) (*inventory, 
 			}
 		}
 	}
-	r.noteSuspension(st, cm)
+	suspensionStore{r}.note(st, cm)
 	if sameInventory(cm, mem) {
 		st.inv = mem
 		return mem, nil

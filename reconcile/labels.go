@@ -51,6 +51,23 @@ const (
 	AnnotationIgnoreFields = keys.AnnotationIgnoreFields
 )
 
+// The annotations on an instance's inventory ConfigMap that hold its
+// suspension (reconcile/suspend): one truth for every process of the
+// instance (a restart, a standby that takes over), for `recond suspend`,
+// POST /api/v1/suspend and `kubectl annotate` alike. The names are a
+// contract.
+const (
+	// AnnotationSuspendedUntil is when the suspension ends by itself
+	// (RFC 3339). Missing, unreadable or further than --suspend-max away
+	// while another suspension annotation is set, it is written as
+	// --suspend-max from when recond first saw the suspension.
+	AnnotationSuspendedUntil = keys.AnnotationSuspendedUntil
+	// AnnotationSuspendReason says why, in the operator's words.
+	AnnotationSuspendReason = keys.AnnotationSuspendReason
+	// AnnotationSuspendedBy says who.
+	AnnotationSuspendedBy = keys.AnnotationSuspendedBy
+)
+
 // Name prefixes recond keeps for its own objects in the namespace: its
 // inventory ConfigMap and its leader-election Lease. Git may not name an
 // object with one of them, whatever its kind, so that no repository can
