@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -22,30 +23,25 @@ var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, &cp)) }
 
+// externalHPA is a HorizontalPodAutoscaler on one external metric, whose
+// averageValue the server rewrites.
+func externalHPA(name, metric, averageValue string) string {
+	return fmt.Sprintf(`apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: %s}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: worker}
+  maxReplicas: 5
+  metrics:
+  - type: External
+    external:
+      metric: {name: %s}
+      target: {type: AverageValue, averageValue: %s}
+`, name, metric, averageValue)
+}
+
 // objects the server rewrites: each as Git has it.
-var objects = []string{`apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: queue}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: worker}
-  maxReplicas: 5
-  metrics:
-  - type: External
-    external:
-      metric: {name: queue_depth}
-      target: {type: AverageValue, averageValue: 30000}
-`, `apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: pubsub}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: worker}
-  maxReplicas: 5
-  metrics:
-  - type: External
-    external:
-      metric: {name: pubsub_undelivered}
-      target: {type: AverageValue, averageValue: 2}
-`, `apiVersion: v1
+var objects = []string{externalHPA("queue", "queue_depth", "30000"), externalHPA("pubsub", "pubsub_undelivered", "2"), `apiVersion: v1
 kind: LimitRange
 metadata: {name: limits}
 spec:
