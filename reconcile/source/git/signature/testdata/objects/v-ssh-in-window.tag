@@ -1,0 +1,12 @@
+object d041928a0db81d1c34d5375e9d1867d56f8e0190
+type commit
+tag v-ssh-in-window
+tagger Test <test@example.com> 1696161600 +0000
+
+release v-ssh-in-window
+-----BEGIN SSH SIGNATURE-----
+U1NIU0lHAAAAAQAAADMAAAALc3NoLWVkMjU1MTkAAAAg7aRski2oLB9+nOjEw7qnevuwwf
+CuFmWR4alyGGnnJpoAAAADZ2l0AAAAAAAAAAZzaGE1MTIAAABTAAAAC3NzaC1lZDI1NTE5
+AAAAQOc/WLKwXwv+gHWcy84wCnCJN4YCGN9iM129Q/pm7cJZwJvmjG5nVS0BuINSoUCWcP
+nGpuRnwVx+o8J8xhJtlAo=
+-----END SSH SIGNATURE-----

@@ -1,0 +1,12 @@
+object f1da3256db1949154197823ba7dbdc1a2e206a9b
+type commit
+tag v-ssh-unknown
+tagger Test <test@example.com> 1700000000 +0000
+
+release v-ssh-unknown
+-----BEGIN SSH SIGNATURE-----
+U1NIU0lHAAAAAQAAADMAAAALc3NoLWVkMjU1MTkAAAAgeJ2nMuaq8Ng+qejQcPNXwwJdH2
+wLKA0GixTPprlypgkAAAADZ2l0AAAAAAAAAAZzaGE1MTIAAABTAAAAC3NzaC1lZDI1NTE5
+AAAAQF8bu3TkfZv6akyv7hujsuGURUTJiYOmOts423RmNnHsJwkIlySdXFvcNm7In8PMmO
+SywjZEDFrPt2X3wInOcwQ=
+-----END SSH SIGNATURE-----
