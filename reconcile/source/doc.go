@@ -119,11 +119,11 @@
 // the ref names an annotated tag, whose tag) is not signed by a key of
 // Config.TrustedKeysFile, cached or not, with a *[SignatureError] naming the
 // commit and the signer's key id: such a revision is never rendered. The
-// keys file (verifykeys.go, read at every fetch) holds armored OpenPGP
-// public keys, SSH keys as allowed-signers lines (ssh-keygen's ALLOWED
-// SIGNERS format), or both. An OpenPGP signature is checked with go-git's
-// Verify; an SSH signature (git's gpg.format=ssh) with package sshsig, over
-// the object without its signature, in namespace "git", at the committer's
-// (or tagger's) date as the object states it, as git verify-commit does;
-// its key id is the key's SHA256 fingerprint.
+// keys file (read at every fetch) holds armored OpenPGP public keys, SSH
+// keys as allowed-signers lines (ssh-keygen's ALLOWED SIGNERS format), or
+// both; package git/signature parses it and checks the signature, OpenPGP
+// as go-git's Verify does, SSH (git's gpg.format=ssh) with package sshsig,
+// over the object without its signature, in namespace "git", at the
+// committer's (or tagger's) date as the object states it, as git
+// verify-commit does; an SSH key's id is its SHA256 fingerprint.
 package source
