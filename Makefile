@@ -63,7 +63,8 @@ fixture-tools:
 	@hack/build-tool.sh tools/cosign github.com/sigstore/cosign/v2/cmd/cosign $(COSIGN_BIN)
 
 ## fixtures: what the real tools make once, made again into testdata/ (helm template's output, charts as helm pushed
-## them, cosign's signatures, SOPS-encrypted files and their keys, the monitoring CRDs): every testdata/*/generate.sh
+## them, cosign's signatures, commits signed by git with gpg and ssh-keygen, SOPS-encrypted files and their keys, the
+## monitoring CRDs): every testdata/*/generate.sh
 fixtures: control-plane fixture-tools age registry
 	@hack/fixtures.sh
 
