@@ -139,10 +139,10 @@ func unpackLayer(blob io.Reader, digest string, lim Limits) (*memDir, error) {
 // wins over what its content made fail (err).
 func checkBlob(src io.Reader, h interface{ Sum([]byte) []byte }, want string, err error) error {
 	if _, cerr := io.Copy(io.Discard, src); cerr != nil {
-		return &objectReadError{fmt.Errorf("read the cached layer: %w", cerr)}
+		return &objectReadError{Err: fmt.Errorf("read the cached layer: %w", cerr)}
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return &objectReadError{fmt.Errorf("the cached layer is damaged: its digest is sha256:%s, not sha256:%s", got[:12], want[:12])}
+		return &objectReadError{Err: fmt.Errorf("the cached layer is damaged: its digest is sha256:%s, not sha256:%s", got[:12], want[:12])}
 	}
 	return err
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"recond.dev/recond/internal/testenv"
+
+	"recond.dev/recond/reconcile/source/render"
 )
 
 func digestOfBytes(b []byte) string {
@@ -23,7 +25,7 @@ func digestOfBytes(b []byte) string {
 // while it is read, naming the entry, with reason invalid (a
 // *ManifestError), and a layer within its bounds unpacks whole.
 func TestUnpackLayerRefusals(t *testing.T) {
-	small := Limits{MaxBytes: 64 << 10, MaxFileBytes: 4 << 10, MaxFiles: 8}.withDefaults()
+	small := Limits{MaxBytes: 64 << 10, MaxFileBytes: 4 << 10, MaxFiles: 8}.WithDefaults()
 	file := func(name, body string) testenv.TarEntry { return testenv.TarEntry{Name: name, Body: body} }
 	cases := []struct {
 		name    string
@@ -56,7 +58,7 @@ func TestUnpackLayerRefusals(t *testing.T) {
 				es = append(es, file(string(rune('a'+i)), strings.Repeat("0", 4<<10)))
 			}
 			return es
-		}(), Limits{MaxBytes: 16 << 10, MaxFileBytes: 8 << 10, MaxFiles: 100}.withDefaults(), "layer (uncompressed)", LimitBytes},
+		}(), Limits{MaxBytes: 16 << 10, MaxFileBytes: 8 << 10, MaxFiles: 100}.WithDefaults(), "layer (uncompressed)", LimitBytes},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,7 +105,7 @@ func TestUnpackLayerDigest(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(good), DefaultLimits)
-			var ore *objectReadError
+			var ore *render.ReadError
 			if !errors.As(err, &ore) || !readFault(err) {
 				t.Fatalf("error %v (%T): want the cached layer's fault", err, err)
 			}
@@ -184,7 +186,7 @@ func FuzzUnpackLayer(f *testing.F) {
 	f.Add(testenv.FilesTarGz(f, map[string]string{"a.yaml": "a: 1", "d/b.yaml": "b: 2"}))
 	f.Add(testenv.TarGz(f, testenv.TarEntry{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "d/../a"}, testenv.TarEntry{Name: "../x", Body: "x"}))
 	f.Add([]byte{0x1f, 0x8b, 8, 0})
-	lim := Limits{MaxBytes: 1 << 20, MaxFileBytes: 64 << 10, MaxFiles: 100}.withDefaults()
+	lim := Limits{MaxBytes: 1 << 20, MaxFileBytes: 64 << 10, MaxFiles: 100}.WithDefaults()
 	f.Fuzz(func(t *testing.T, blob []byte) {
 		tree, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), lim)
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // aliasBomb is a ConfigMap whose YAML expands to 9^levels nodes.
@@ -88,7 +90,7 @@ func TestRenderLimits(t *testing.T) {
 			if !errors.As(err, &le) || !errors.As(err, &me) {
 				t.Fatalf("Render() = %v, %v; want a *LimitError in a *ManifestError", names(ms), err)
 			}
-			if le.Limit != tt.want || le.Flag != limitFlags[tt.want] || !strings.Contains(err.Error(), le.Flag) {
+			if le.Limit != tt.want || le.Flag != render.LimitFlag(tt.want) || !strings.Contains(err.Error(), le.Flag) {
 				t.Errorf("LimitError = %+v (%q), want limit %q with its flag", le, err, tt.want)
 			}
 			// Within the default limits (and for the bombs, never) it renders.

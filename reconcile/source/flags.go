@@ -3,7 +3,8 @@ package source
 import (
 	"errors"
 	"flag"
-	"fmt"
+
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // BindFlags registers the flags of what a user sets on a Source (its
@@ -26,7 +27,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 }
 
 // FlagSOPSAgeKeysFile names Config.SOPSAgeKeysFile's flag.
-const FlagSOPSAgeKeysFile = "sops-age-keys-file"
+const FlagSOPSAgeKeysFile = render.FlagSOPSAgeKeysFile
 
 // Validate checks the fields BindFlags binds.
 func (c *Config) Validate() error {
@@ -43,24 +44,4 @@ func (c *Config) Validate() error {
 		return err
 	}
 	return c.Helm.HelmOptions.Validate()
-}
-
-// BindFlags registers the --render-max-* flags on fs, bound to l, with the
-// defaults of DefaultLimits.
-func (l *Limits) BindFlags(fs *flag.FlagSet) {
-	fs.Int64Var(&l.MaxBytes, "render-max-bytes", DefaultLimits.MaxBytes, "most bytes a render may read from the commit, and most bytes it may produce")
-	fs.IntVar(&l.MaxObjects, "render-max-objects", DefaultLimits.MaxObjects, "most objects a render may produce")
-	fs.Int64Var(&l.MaxFileBytes, "render-max-file-bytes", DefaultLimits.MaxFileBytes, "largest file a render may read")
-	fs.IntVar(&l.MaxDepth, "render-max-depth", DefaultLimits.MaxDepth, "deepest nesting of maps and lists in one object")
-	fs.IntVar(&l.MaxAliasExpansion, "render-max-alias-expansion", DefaultLimits.MaxAliasExpansion, "most a YAML document may grow by expanding its aliases, as a multiple of its own size")
-	fs.IntVar(&l.MaxFiles, "render-max-files", DefaultLimits.MaxFiles, "most files, directories and links an OCI artifact's layer may hold")
-}
-
-// Validate checks that every limit is positive (a flag of 0 would not mean
-// the default).
-func (l Limits) Validate() error {
-	if l.MaxBytes <= 0 || l.MaxObjects <= 0 || l.MaxFileBytes <= 0 || l.MaxDepth <= 0 || l.MaxAliasExpansion <= 0 || l.MaxFiles <= 0 {
-		return fmt.Errorf("the --render-max-* limits must be positive")
-	}
-	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // The seed corpora live in testdata/fuzz/<target>/; the manifests of
@@ -56,9 +58,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("a: &a [1, 2]\nb: [*a, *a]\n"))
 	f.Add([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: n\ndata:\n  big: 12345678901234567890\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b := &budget{lim: fuzzLimits}
-		ms, err := b.decode("f.yaml", data)
-		again, err2 := (&budget{lim: fuzzLimits}).decode("f.yaml", data)
+		b := render.NewBudget(fuzzLimits)
+		ms, err := b.Decode("f.yaml", data)
+		again, err2 := render.NewBudget(fuzzLimits).Decode("f.yaml", data)
 		if (err == nil) != (err2 == nil) || !reflect.DeepEqual(objects(ms), objects(again)) {
 			t.Fatalf("decode is not deterministic: %v %v, then %v %v", objects(ms), err, objects(again), err2)
 		}
@@ -133,10 +135,10 @@ func FuzzKustomize(f *testing.F) {
 		if err != nil {
 			t.Skip(err) // a name go-git cannot store
 		}
-		bud := &budget{lim: fuzzLimits}
+		bud := render.NewBudget(fuzzLimits)
 		ctx, cancel := context.WithTimeout(context.Background(), renderTimeout)
 		defer cancel()
-		ms, err := s.kustomize(ctx, nil, "", gitDir{root}, bud)
+		ms, err := s.kustomize(ctx, time.Time{}, "", gitDir{root}, bud)
 		if errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("render of a small tree took more than %s", renderTimeout)
 		}
@@ -185,7 +187,7 @@ func checkRenderError(t *testing.T, err error) {
 	}
 	max, ok := want[le.Limit]
 	switch {
-	case !ok || le.Flag != limitFlags[le.Limit]:
+	case !ok || le.Flag != render.LimitFlag(le.Limit):
 		t.Fatalf("limit error %v: unknown limit %q or flag %q", err, le.Limit, le.Flag)
 	case max >= 0 && le.Max != max:
 		t.Fatalf("limit error %v: max %d, the limit in force is %d", err, le.Max, max)
@@ -196,21 +198,22 @@ func checkRenderError(t *testing.T, err error) {
 
 // checkManifests fails unless ms is within the limits and every object
 // names apiVersion, kind and name.
-func checkManifests(t *testing.T, ms []Manifest, b *budget) {
+func checkManifests(t *testing.T, ms []Manifest, b *render.Budget) {
+	lim := b.Limits()
 	t.Helper()
-	if len(ms) > b.lim.MaxObjects {
-		t.Fatalf("%d objects, over the limit %d", len(ms), b.lim.MaxObjects)
+	if len(ms) > lim.MaxObjects {
+		t.Fatalf("%d objects, over the limit %d", len(ms), lim.MaxObjects)
 	}
-	if n := b.read.Load(); n > b.lim.MaxBytes {
-		t.Fatalf("read %d bytes, over the limit %d", n, b.lim.MaxBytes)
+	if n := b.BytesRead(); n > lim.MaxBytes {
+		t.Fatalf("read %d bytes, over the limit %d", n, lim.MaxBytes)
 	}
 	for _, m := range ms {
 		u := m.Object
 		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
 			t.Fatalf("%s: object without apiVersion, kind or name: %v", m.File, u.Object)
 		}
-		if d := jsonDepth(u.Object); d > int64(b.lim.MaxDepth) {
-			t.Fatalf("%s: depth %d, over the limit %d", m.File, d, b.lim.MaxDepth)
+		if d := depth(u.Object); d > int64(lim.MaxDepth) {
+			t.Fatalf("%s: depth %d, over the limit %d", m.File, d, lim.MaxDepth)
 		}
 		if _, err := u.MarshalJSON(); err != nil {
 			t.Fatalf("%s: accepted an object that does not marshal: %v", m.File, err)
@@ -293,4 +296,22 @@ func memTree(files map[string]treeEntry) (*object.Tree, error) {
 		return nil, err
 	}
 	return object.GetTree(st, h)
+}
+
+// depth is the nesting depth of maps and lists in v.
+func depth(v any) int64 {
+	var d int64
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	case []any:
+		for _, e := range v {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	}
+	return 0
 }

@@ -745,7 +745,7 @@ func TestReadFault(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"marked read error", &ManifestError{File: "a.yaml", Err: &objectReadError{errors.New("read: x")}}, true},
+		{"marked read error", &ManifestError{File: "a.yaml", Err: &objectReadError{Err: errors.New("read: x")}}, true},
 		{"garbage in a deflate stream", &ManifestError{File: "a.yaml", Err: fmt.Errorf("read: %w", flate.CorruptInputError(12))}, true},
 		{"zlib checksum", fmt.Errorf("blob: %w", zlib.ErrChecksum), true},
 		{"object missing", fmt.Errorf("blob: %w", plumbing.ErrObjectNotFound), true},

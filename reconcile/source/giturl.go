@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // parseURL classifies raw and fills kind, local, remote, display and the
@@ -131,7 +133,7 @@ func (s *Source) scrub(err error) error {
 	if out == msg {
 		return err
 	}
-	return &redactedError{msg: out, err: err}
+	return &render.RedactedError{Msg: out, Err: err}
 }
 
 // DisplayURL returns the URL without credentials, query or fragment, for

@@ -1,15 +1,20 @@
 package source
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/types"
+
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // kustomizationFiles are the names kustomize looks for, in its order.
@@ -26,7 +31,7 @@ var remoteRE = regexp.MustCompile(`(?i)^\s*(git::|[a-z][a-z0-9+.-]*://|[^/\s]+@[
 // every location that is not a relative path resolving inside the
 // repository, and every helm chart. It gives clear messages; what enforces
 // the boundary is the file system kustomize reads through.
-func checkKustomizations(tfs *treeFS, dir string) error {
+func checkKustomizations(tfs *render.FS, dir string) error {
 	seen := map[string]bool{}
 	var visit func(dir string) error
 	visit = func(dir string) error {
@@ -38,17 +43,17 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 		var data []byte
 		for _, name := range kustomizationFiles {
 			p := path.Join(dir, name)
-			n, err := tfs.lookup(abs(p))
+			n, err := tfs.Lookup(render.Abs(p))
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			if n.file == nil {
+			if n.File == nil {
 				continue
 			}
-			if data, err = tfs.read(n); err != nil {
+			if data, err = tfs.Read(n); err != nil {
 				return err
 			}
 			file = p
@@ -76,22 +81,22 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 			if err != nil {
 				return &ManifestError{File: file, Err: fmt.Errorf("%s entry %q: %w", field, entry, err)}
 			}
-			if n.tree != nil {
+			if n.Dir != nil {
 				if !dirOK {
 					return &ManifestError{File: file, Err: fmt.Errorf("%s entry %q: is a directory", field, entry)}
 				}
-				dirs = append(dirs, n.path)
+				dirs = append(dirs, n.Path)
 			}
-			if n.file != nil {
+			if n.File != nil {
 				// What may be SOPS-encrypted (decrypt.go): a manifest, if it
 				// is a Secret; a patch never (kustomize applies it to any
 				// kind its target names).
 				switch field {
 				case "patches", "patchesJson6902", "patchesStrategicMerge", "replacements":
-					tfs.b.dec.setPlain(n.path, "a "+field+" entry of "+file)
+					tfs.Budget().SetPlain(n.Path, "a "+field+" entry of "+file)
 				case "files", "envs":
 				default:
-					tfs.b.dec.setRole(n.path, roleManifest)
+					tfs.Budget().SetRole(n.Path, render.RoleManifest)
 				}
 			}
 			return nil
@@ -145,24 +150,24 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 		}
 		type generator struct {
 			types.GeneratorArgs
-			role fileRole // what its sources are read as (decrypt.go)
+			role render.Role // what its sources are read as (decrypt.go)
 		}
 		gens := make([]generator, 0, len(k.ConfigMapGenerator)+len(k.SecretGenerator))
 		for _, g := range k.ConfigMapGenerator {
-			gens = append(gens, generator{g.GeneratorArgs, rolePlain})
+			gens = append(gens, generator{g.GeneratorArgs, render.RolePlain})
 		}
 		for _, g := range k.SecretGenerator {
-			gens = append(gens, generator{g.GeneratorArgs, roleGenerator})
+			gens = append(gens, generator{g.GeneratorArgs, render.RoleGenerator})
 		}
-		source := func(field, entry string, role fileRole) error {
+		source := func(field, entry string, role render.Role) error {
 			if err := check(field, entry, false); err != nil {
 				return err
 			}
-			if n, err := tfs.r.resolve(path.Join(dir, entry)); err == nil && n.file != nil {
-				if role == rolePlain {
-					tfs.b.dec.setPlain(n.path, "a configMapGenerator's "+field+" entry of "+file)
+			if n, err := tfs.Resolve(path.Join(dir, entry)); err == nil && n.File != nil {
+				if role == render.RolePlain {
+					tfs.Budget().SetPlain(n.Path, "a configMapGenerator's "+field+" entry of "+file)
 				} else {
-					tfs.b.dec.setRole(n.path, role)
+					tfs.Budget().SetRole(n.Path, role)
 				}
 			}
 			return nil
@@ -183,7 +188,7 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 			}
 		}
 		// secretGenerator mistakes that would quote a value; secret material.
-		if err := tfs.checkSecretSources(file, dir, &k); err != nil {
+		if err := checkSecretSources(tfs, file, dir, &k); err != nil {
 			return err
 		}
 		if p, ok := k.OpenAPI["path"]; ok {
@@ -202,7 +207,7 @@ func checkKustomizations(tfs *treeFS, dir string) error {
 }
 
 // checkEntry resolves a kustomization entry relative to dir.
-func checkEntry(tfs *treeFS, dir, entry string) (*node, error) {
+func checkEntry(tfs *render.FS, dir, entry string) (*render.Node, error) {
 	switch {
 	case entry == "":
 		return nil, errors.New("empty path")
@@ -213,16 +218,16 @@ func checkEntry(tfs *treeFS, dir, entry string) (*node, error) {
 	}
 	p := path.Join(dir, entry)
 	if p == ".." || strings.HasPrefix(p, "../") {
-		return nil, fmt.Errorf("resolves to %s, %w", p, errOutside)
+		return nil, fmt.Errorf("resolves to %s, %w", p, render.ErrOutside)
 	}
-	n, err := tfs.r.resolve(p)
+	n, err := tfs.Resolve(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("no such file or directory in the repository (%s)", p)
 		}
 		return nil, err
 	}
-	if err := tfs.ctx.Err(); err != nil {
+	if err := tfs.Context().Err(); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -232,7 +237,7 @@ func checkEntry(tfs *treeFS, dir, entry string) (*node, error) {
 // repository: helmGlobals.chartHome (default charts/) and every values
 // file resolve inside it, and each chart is there (recond downloads
 // nothing: a repo or version only names where the chart came from).
-func checkHelmCharts(tfs *treeFS, dir string, k *types.Kustomization) error {
+func checkHelmCharts(tfs *render.FS, dir string, k *types.Kustomization) error {
 	if len(k.HelmCharts) == 0 {
 		return nil
 	}
@@ -252,7 +257,7 @@ func checkHelmCharts(tfs *treeFS, dir string, k *types.Kustomization) error {
 			chart = path.Join(home, c.Name+"-"+c.Version, c.Name)
 		}
 		n, err := checkEntry(tfs, dir, chart)
-		if err != nil || n.tree == nil {
+		if err != nil || n.Dir == nil {
 			return fmt.Errorf("helmCharts %q: no chart at %s (recond downloads nothing: vendor the chart there, e.g. `helm pull --untar`, and commit it)", c.Name, path.Join(dir, chart))
 		}
 		for _, f := range append([]string{c.ValuesFile}, c.AdditionalValuesFiles...) {
@@ -263,10 +268,135 @@ func checkHelmCharts(tfs *treeFS, dir string, k *types.Kustomization) error {
 			if err != nil {
 				return fmt.Errorf("helmCharts %q: values file %q: %w", c.Name, f, err)
 			}
-			if n.file != nil {
-				tfs.b.dec.setRole(n.path, roleValues) // may be SOPS-encrypted (decrypt.go)
+			if n.File != nil {
+				tfs.Budget().SetRole(n.Path, render.RoleValues) // may be SOPS-encrypted (decrypt.go)
 			}
 		}
 	}
 	return nil
+}
+
+// checkSecretSources checks what the kustomization file (in dir,
+// already unmarshalled and fixed into k) generates or patches into Secrets,
+// before kustomize runs, so that the mistakes kustomize or the API server
+// would quote a value back for fail here, naming the kustomization file,
+// the Secret and the entry: a secretGenerator literal that is not key=value
+// ("password:Hunter2"), a key a Secret may not hold (from a literal, an env
+// file line such as "DB_PASSWORD: Hunter2", or a file), an env file line
+// that is not UTF-8. It also gathers the secret material kustomize will
+// handle: every literal's value, and, marked secret as a whole for the rest
+// of the render, every env file and file of a secretGenerator and every
+// patch file that targets a Secret (an inline one's values are added).
+// The env files are read here, through the render's bounded file system
+// (and charged to its budget; kustomize reads them again).
+func checkSecretSources(f *render.FS, file, dir string, k *types.Kustomization) error {
+	m := f.Budget().Secrets()
+	resolved := func(entry string) string {
+		p := path.Join(dir, entry)
+		if n, err := f.Resolve(p); err == nil {
+			return n.Path
+		}
+		return p
+	}
+	for _, p := range k.Patches {
+		if p.Target == nil || p.Target.Kind != "Secret" {
+			if p.Patch == "" || !strings.Contains(p.Patch, "Secret") {
+				continue
+			}
+		}
+		if p.Path != "" {
+			m.MarkPatch(resolved(p.Path))
+		}
+		if p.Patch != "" {
+			m.AddInlinePatch(p.Patch)
+		}
+	}
+	for _, p := range k.PatchesJson6902 {
+		if p.Target == nil || p.Target.Kind != "Secret" {
+			continue
+		}
+		if p.Path != "" {
+			m.MarkPatch(resolved(p.Path))
+		}
+		if p.Patch != "" {
+			m.AddInlinePatch(p.Patch)
+		}
+	}
+	for _, g := range k.SecretGenerator {
+		object := render.Ref("Secret", g.Name)
+		fail := func(format string, args ...any) error {
+			return &ManifestError{File: file, Object: object, Err: render.SecretErrorf("secretGenerator: "+format, args...)}
+		}
+		for i, lit := range g.LiteralSources {
+			m.AddText(lit)
+			key, v, ok := strings.Cut(lit, "=")
+			if ok {
+				m.AddGenerated(v)
+				if l := len(v); l >= 2 && (v[0] == '"' || v[0] == '\'') && v[l-1] == v[0] {
+					m.AddGenerated(v[1 : l-1])
+				}
+			}
+			switch {
+			case !ok:
+				return fail("literals[%d] %s is not key=value (write KEY=value; the rest of the literal is not shown, as it may hold a value)", i, render.SafeKey(lit))
+			case key == "":
+				return fail("literals[%d] has an empty key (write KEY=value)", i)
+			case !render.ValidKey(key):
+				return fail("literals[%d]: key %s is not a valid Secret key (%s; the rest is not shown)", i, render.SafeKey(key), render.KeyRule)
+			}
+		}
+		for i, src := range g.FileSources {
+			key, p, hasKey := strings.Cut(src, "=")
+			if !hasKey {
+				key, p = path.Base(src), src
+			}
+			m.MarkFile(resolved(p))
+			if !render.ValidKey(key) {
+				return fail("files[%d]: key %s is not a valid Secret key (%s; write KEY=path)", i, render.SafeKey(key), render.KeyRule)
+			}
+		}
+		for _, src := range g.EnvSources {
+			n, err := f.Resolve(path.Join(dir, src))
+			if err != nil || n.File == nil {
+				continue // checkKustomizations or kustomize says what is wrong
+			}
+			m.MarkFile(n.Path)
+			data, err := f.Read(n)
+			if err != nil {
+				return err
+			}
+			if err := checkEnvFile(data, func(line int, format string, args ...any) error {
+				return fail("envs %s line %d: "+format, append([]any{src, line}, args...)...)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkEnvFile checks the lines of an env file as kustomize reads them:
+// KEY=value, or a key alone; blank lines and lines starting with '#' are
+// skipped.
+func checkEnvFile(data []byte, fail func(line int, format string, args ...any) error) error {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), len(data)+1)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if n == 1 {
+			line = bytes.TrimPrefix(line, []byte{0xEF, 0xBB, 0xBF})
+		}
+		if !utf8.Valid(line) {
+			return fail(n, "not valid UTF-8 (the line is not shown)")
+		}
+		s := strings.TrimLeft(string(line), " \t\r\n\v\f")
+		if s == "" || s[0] == '#' {
+			continue
+		}
+		k, _, _ := strings.Cut(s, "=")
+		if !render.ValidKey(k) {
+			return fail(n, "key %s is not a valid Secret key (%s; write KEY=value; the rest of the line is not shown, as it may hold a value)", render.SafeKey(k), render.KeyRule)
+		}
+	}
+	return sc.Err()
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // bigBlob is the size of the blob the tests of this file refuse: far over
@@ -171,9 +173,9 @@ func TestReadFileRefusesAnObjectLongerThanItsSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &budget{lim: DefaultLimits}
-	data, err := b.readFile("a.yaml", gitFile{object.NewFile("a.yaml", filemode.Regular, blob)})
-	var ore *objectReadError
+	b := render.NewBudget(DefaultLimits)
+	data, err := b.ReadFile("a.yaml", gitFile{object.NewFile("a.yaml", filemode.Regular, blob)})
+	var ore *render.ReadError
 	if err == nil || !errors.As(err, &ore) {
 		t.Fatalf("readFile = %q, %v; want a read error", data, err)
 	}

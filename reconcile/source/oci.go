@@ -20,6 +20,7 @@ import (
 
 	"recond.dev/recond/internal/revision"
 	"recond.dev/recond/reconcile/source/oci"
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // An OCI source (Config.URL oci://HOST/REPOSITORY) follows a tag, or stays
@@ -142,7 +143,7 @@ func (s *Source) movedOCI(ctx context.Context, rev Revision) (bool, error) {
 // verified.
 func (s *Source) pull(ctx context.Context, desc ocispec.Descriptor) error {
 	c := s.oci.client
-	lim := s.cfg.Limits.withDefaults()
+	lim := s.cfg.Limits.WithDefaults()
 	raw, err := c.Manifest(ctx, desc, lim.MaxFileBytes)
 	if err != nil {
 		return err
@@ -233,10 +234,10 @@ func (s *Source) pruneArtifacts(rev string) {
 func (s *Source) cachedArtifact(rev string) (oci.Artifact, error) {
 	raw, err := os.ReadFile(filepath.Join(s.artifactDir(rev), "manifest.json"))
 	if err != nil {
-		return oci.Artifact{}, &objectReadError{fmt.Errorf("artifact %s is not cached (Fetch first): %w", shortRev(rev), err)}
+		return oci.Artifact{}, &objectReadError{Err: fmt.Errorf("artifact %s is not cached (Fetch first): %w", shortRev(rev), err)}
 	}
 	if sum := sha256.Sum256(raw); "sha256:"+hex.EncodeToString(sum[:]) != rev {
-		return oci.Artifact{}, &objectReadError{fmt.Errorf("the cached manifest of %s is damaged", shortRev(rev))}
+		return oci.Artifact{}, &objectReadError{Err: fmt.Errorf("the cached manifest of %s is damaged", shortRev(rev))}
 	}
 	return oci.Parse(raw, manifestDesc(rev, len(raw)))
 }
@@ -248,20 +249,20 @@ func (s *Source) ociTree(rev string) (root, dir Dir, a oci.Artifact, err error) 
 	if a, err = s.cachedArtifact(rev); err != nil {
 		return nil, nil, a, err
 	}
-	lim := s.cfg.Limits.withDefaults()
+	lim := s.cfg.Limits.WithDefaults()
 	f, err := os.Open(filepath.Join(s.artifactDir(rev), "layer.tar.gz"))
 	if err != nil {
-		return nil, nil, a, &objectReadError{fmt.Errorf("read the cached layer of %s: %w", shortRev(rev), err)}
+		return nil, nil, a, &objectReadError{Err: fmt.Errorf("read the cached layer of %s: %w", shortRev(rev), err)}
 	}
 	defer f.Close()
 	// The cache holds what the manifest named: a file of another size is
 	// damaged, and is not read.
 	if fi, err := f.Stat(); err != nil || fi.Size() != a.Layer.Size || a.Layer.Size > lim.MaxBytes {
-		return nil, nil, a, &objectReadError{fmt.Errorf("the cached layer of %s is damaged: not the %d bytes its manifest names", shortRev(rev), a.Layer.Size)}
+		return nil, nil, a, &objectReadError{Err: fmt.Errorf("the cached layer of %s is damaged: not the %d bytes its manifest names", shortRev(rev), a.Layer.Size)}
 	}
 	blob, err := io.ReadAll(io.LimitReader(f, a.Layer.Size))
 	if err != nil {
-		return nil, nil, a, &objectReadError{fmt.Errorf("read the cached layer of %s: %w", shortRev(rev), err)}
+		return nil, nil, a, &objectReadError{Err: fmt.Errorf("read the cached layer of %s: %w", shortRev(rev), err)}
 	}
 	tree, err := unpackLayer(bytes.NewReader(blob), a.Layer.Digest.String(), lim)
 	if err != nil {
@@ -285,11 +286,11 @@ func (s *Source) ociTree(rev string) (root, dir Dir, a oci.Artifact, err error) 
 	}
 	dir = root
 	if s.dir != "." {
-		n, err := (&resolver{root: root}).resolve(s.dir)
-		if err != nil || n.tree == nil {
+		d, err := render.ResolveDir(root, s.dir)
+		if err != nil || d == nil {
 			return nil, nil, a, &ManifestError{File: s.dir, Err: fmt.Errorf("no such directory in the artifact")}
 		}
-		dir = n.tree
+		dir = d
 	}
 	return root, dir, a, nil
 }

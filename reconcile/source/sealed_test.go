@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"sigs.k8s.io/kustomize/api/krusty"
+
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // tripwire is a TCP listener and a fake git, helm and kustomize first on
@@ -207,8 +209,8 @@ func TestKustomizeSealedWithoutPrecheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tfs := newTreeFS(context.Background(), gitDir{root}, &budget{lim: DefaultLimits})
-			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(tfs, abs(c.dir))
+			tfs := render.NewFS(context.Background(), gitDir{root}, render.NewBudget(DefaultLimits))
+			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(tfs, render.Abs(c.dir))
 			if err == nil {
 				out, _ := rm.AsYaml()
 				if strings.Contains(string(out), "fetched") || strings.Contains(string(out), "evil") {

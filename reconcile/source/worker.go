@@ -24,6 +24,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"recond.dev/recond/internal/transient"
+	"recond.dev/recond/reconcile/source/helm"
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // Worker runs kustomize in a process of its own: a render that computes
@@ -164,7 +166,7 @@ func (w *wireError) err() error {
 	case w.Limit != nil:
 		err = w.Limit
 	case w.ReadFault:
-		err = &objectReadError{err}
+		err = &objectReadError{Err: err}
 	case w.NoSeed:
 		err = fmt.Errorf("%s%w", strings.TrimSuffix(w.Msg, ErrNoSeed.Error()), ErrNoSeed)
 	case w.Decrypt != "":
@@ -216,11 +218,12 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 	case req.OCI:
 		s.kind = kindOCI
 	}
-	b := &budget{lim: req.Limits.withDefaults()}
-	b.dec.keys, b.dec.keysFile = req.AgeKeys, req.KeysFile
+	b := render.NewBudget(req.Limits)
+	var keysErr error
 	if req.KeysErr != "" {
-		b.dec.keysErr = errors.New(req.KeysErr)
+		keysErr = errors.New(req.KeysErr)
 	}
+	b.SetKeys(req.AgeKeys, req.KeysFile, keysErr)
 	yaml, err := func() ([]byte, error) {
 		_, root, _, err := s.tree(req.SHA)
 		if err != nil {
@@ -231,13 +234,13 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 			h = *req.Helm
 		}
 		if req.Chart {
-			return helmBuild(context.Background(), root, req.Dir, b, h)
+			return helm.Build(context.Background(), root, req.Dir, b, h)
 		}
 		return kustomizeBuild(context.Background(), root, req.Dir, b, h)
 	}()
 	w := bufio.NewWriter(out)
 	h := workerHeader{Len: int64(len(yaml))}
-	for _, v := range b.dec.secretValues() {
+	for _, v := range b.SecretValues() {
 		h.Sensitive = append(h.Sensitive, []byte(v))
 	}
 	if err != nil {
@@ -338,17 +341,18 @@ func vmSize() (uint64, error) {
 
 // renderInWorker builds the kustomization at s.dir (helm nil) or renders
 // the chart there in a worker process and returns its YAML output.
-func (s *Source) renderInWorker(ctx context.Context, sha string, b *budget, label string, helm *helmRequest, chart bool) ([]byte, error) {
+func (s *Source) renderInWorker(ctx context.Context, sha string, b *render.Budget, label string, helm *helmRequest, chart bool) ([]byte, error) {
 	w := s.cfg.Worker
 	mem := w.MaxMemory
 	if mem <= 0 {
 		mem = DefaultWorkerMemory
 	}
-	lim := b.lim
+	lim := b.Limits()
+	keys, keysFile, keysErr := b.Keys()
 	req := workerRequest{Repo: s.cache, SHA: sha, Dir: s.dir, Limits: lim, MaxMemory: mem, Helm: helm, Chart: chart,
-		AgeKeys: b.dec.keys, KeysFile: b.dec.keysFile}
-	if b.dec.keysErr != nil {
-		req.KeysErr = b.dec.keysErr.Error()
+		AgeKeys: keys, KeysFile: keysFile}
+	if keysErr != nil {
+		req.KeysErr = keysErr.Error()
 	}
 	switch s.kind {
 	case kindLocal:
@@ -380,7 +384,7 @@ func (s *Source) renderInWorker(ctx context.Context, sha string, b *budget, labe
 	}
 	read := make(chan answer, 1)
 	go func() {
-		out, sensitive, err := readAnswer(stdout, lim.withDefaults().MaxBytes, label)
+		out, sensitive, err := readAnswer(stdout, lim.WithDefaults().MaxBytes, label)
 		read <- answer{out, sensitive, err}
 	}()
 	var ans answer
@@ -396,11 +400,8 @@ func (s *Source) renderInWorker(ctx context.Context, sha string, b *budget, labe
 		// without writing any (it is exiting): wait for the exit.
 		werr := cmd.Wait()
 		if ans.err == nil {
-			if err := b.dec.addValues(ans.sensitive...); err != nil {
+			if err := b.AddSensitive(ans.sensitive...); err != nil {
 				return nil, &ManifestError{File: label, Err: err}
-			}
-			for _, v := range ans.sensitive {
-				b.secrets.addGenerated(v)
 			}
 			return ans.out, nil
 		}
@@ -568,7 +569,7 @@ func workerDied(werr error, stderr string, mem, cpu int64, label string) error {
 			// Not recond (it kills only once ctx is done): the kernel's
 			// OOM killer, which takes the worker first (OOM score 1000).
 			return &ManifestError{File: label, Err: fmt.Errorf("the render worker was killed (SIGKILL), most likely by the kernel "+
-				"for want of memory: the container's memory limit is lower than %s (%d) allows", limitFlags[LimitMemory], mem)}
+				"for want of memory: the container's memory limit is lower than %s (%d) allows", render.LimitFlag(LimitMemory), mem)}
 		}
 	}
 	if strings.HasPrefix(first, "render worker:") {

@@ -1,4 +1,4 @@
-package source
+package render
 
 import (
 	"encoding/json"
@@ -49,7 +49,7 @@ func exactFloat(s string) (exact, ok bool) {
 func numberError(file, object, field, lit, what string, hide bool) error {
 	if hide {
 		return &ManifestError{File: file, Object: object,
-			Err: secretErrorf("%s: number (a secret value, not shown) is not exactly representable (%s); quote it to make it a string", field, what)}
+			Err: SecretErrorf("%s: number (a secret value, not shown) is not exactly representable (%s); quote it to make it a string", field, what)}
 	}
 	return &ManifestError{File: file, Object: object,
 		Err: fmt.Errorf("%s: number %s is not exactly representable (%s)", field, lit, what)}
@@ -270,17 +270,18 @@ func scalar(n *yaml.Node) string {
 
 // objectRef is "Kind/name" of the object n, or as much of it as is known.
 func objectRef(n *yaml.Node) string {
-	return ref(scalar(mapValue(n, "kind")), scalar(mapValue(mapValue(n, "metadata"), "name")))
+	return Ref(scalar(mapValue(n, "kind")), scalar(mapValue(mapValue(n, "metadata"), "name")))
 }
 
 func jsonRef(m map[string]any) string {
 	kind, _ := m["kind"].(string)
 	md, _ := m["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
-	return ref(kind, name)
+	return Ref(kind, name)
 }
 
-func ref(kind, name string) string {
+// Ref is "Kind/name" of an object, or as much of it as is known.
+func Ref(kind, name string) string {
 	switch {
 	case kind == "":
 		return name

@@ -1,4 +1,4 @@
-package source
+package helm
 
 import (
 	"crypto/hmac"

@@ -1,14 +1,12 @@
-package source
+package render
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -19,15 +17,14 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/kustomize/api/types"
 
 	"recond.dev/recond/internal/redact"
 )
 
-// secretMaterial is what one render knows to be secret: the values of the
+// Secrets is what one render knows to be secret: the values of the
 // Secrets it read (under data, decoded too, and stringData), what its
 // secretGenerators are made of (literals, env files, files) and every value
-// of a file marked secret as a whole (markFile: a generator's source, a
+// of a file marked secret as a whole (MarkFile: a generator's source, a
 // decrypted document). An error of the render may quote none of it:
 // redact removes it in every form an error may quote it (redact.New), the
 // checks that know they are looking at secret material (numbers, keys,
@@ -35,7 +32,7 @@ import (
 // document that holds some says where, never what (parseError). The zero
 // value is ready to use; it is safe for concurrent use (kustomize reads
 // from its own goroutine).
-type secretMaterial struct {
+type Secrets struct {
 	mu     sync.Mutex
 	values map[string]struct{}
 	files  map[string]bool // repository-relative paths whose whole content is secret
@@ -44,11 +41,11 @@ type secretMaterial struct {
 	patches map[string]bool
 }
 
-// markFile marks the file (a repository-relative path, or the label of a
+// MarkFile marks the file (a repository-relative path, or the label of a
 // render's output) as secret as a whole: every value read from it is
 // secret material, and a number in it is reported without its digits.
 // A SOPS-decrypted document is marked before its content is inspected.
-func (m *secretMaterial) markFile(file string) {
+func (m *Secrets) MarkFile(file string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.files == nil {
@@ -58,14 +55,14 @@ func (m *secretMaterial) markFile(file string) {
 }
 
 // isSecretFile reports whether file was marked.
-func (m *secretMaterial) isSecretFile(file string) bool {
+func (m *Secrets) isSecretFile(file string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.files[file]
 }
 
-// markPatch marks file as a patch of a Secret.
-func (m *secretMaterial) markPatch(file string) {
+// MarkPatch marks file as a patch of a Secret.
+func (m *Secrets) MarkPatch(file string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.patches == nil {
@@ -74,15 +71,15 @@ func (m *secretMaterial) markPatch(file string) {
 	m.patches[file] = true
 }
 
-func (m *secretMaterial) isPatch(file string) bool {
+func (m *Secrets) isPatch(file string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.patches[file]
 }
 
-// addText adds s as a secret value (redact.New finds its lines and its
+// AddText adds s as a secret value (redact.New finds its lines and its
 // other forms).
-func (m *secretMaterial) addText(s string) {
+func (m *Secrets) AddText(s string) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return
@@ -96,7 +93,7 @@ func (m *secretMaterial) addText(s string) {
 }
 
 // set is the value set of what the render knows so far.
-func (m *secretMaterial) set() *redact.Set {
+func (m *Secrets) set() *redact.Set {
 	m.mu.Lock()
 	values := make([]string, 0, len(m.values))
 	for v := range m.values {
@@ -106,35 +103,35 @@ func (m *secretMaterial) set() *redact.Set {
 	return redact.New(values)
 }
 
-// addGenerated adds a value a secretGenerator makes from a literal or a
+// AddGenerated adds a value a secretGenerator makes from a literal or a
 // file: as it is, and base64-encoded as kustomize writes it under data.
-func (m *secretMaterial) addGenerated(v string) {
-	m.addText(v)
-	m.addText(base64.StdEncoding.EncodeToString([]byte(v)))
+func (m *Secrets) AddGenerated(v string) {
+	m.AddText(v)
+	m.AddText(base64.StdEncoding.EncodeToString([]byte(v)))
 }
 
 // addSecretValue adds a value of a Secret found at field ("data.x",
 // "stringData.y"): a data value decoded from base64 too.
-func (m *secretMaterial) addSecretValue(field, v string) {
-	m.addText(v)
+func (m *Secrets) addSecretValue(field, v string) {
+	m.AddText(v)
 	if strings.HasPrefix(field, "data.") {
 		if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v)); err == nil {
-			m.addText(string(b))
+			m.AddText(string(b))
 		}
 	}
 }
 
 // addFile adds the content of a file kustomize or the plain reader read,
 // when it was marked secret as a whole (a generator's env file or file).
-func (m *secretMaterial) addFile(file string, data []byte) {
+func (m *Secrets) addFile(file string, data []byte) {
 	if !m.isSecretFile(file) {
 		return
 	}
-	m.addGenerated(string(data))
+	m.AddGenerated(string(data))
 	// An env file's values, after the first '='.
 	for _, line := range strings.Split(string(data), "\n") {
 		if _, v, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "="); ok {
-			m.addGenerated(v)
+			m.AddGenerated(v)
 		}
 	}
 }
@@ -142,7 +139,7 @@ func (m *secretMaterial) addFile(file string, data []byte) {
 // addDocument adds the secret values of one parsed YAML document of file:
 // every scalar when file is marked, else those of a Secret's data and
 // stringData (and of its kubectl last-applied annotation).
-func (m *secretMaterial) addDocument(file string, doc *yaml.Node) {
+func (m *Secrets) addDocument(file string, doc *yaml.Node) {
 	root := docRoot(doc)
 	if root == nil {
 		return
@@ -166,7 +163,7 @@ func (m *secretMaterial) addDocument(file string, doc *yaml.Node) {
 	m.addSecretNode(root)
 }
 
-func (m *secretMaterial) addSecretNode(n *yaml.Node) {
+func (m *Secrets) addSecretNode(n *yaml.Node) {
 	if scalar(mapValue(n, "kind")) == "Secret" {
 		m.addSecretFields(n)
 	}
@@ -174,7 +171,7 @@ func (m *secretMaterial) addSecretNode(n *yaml.Node) {
 
 // addPatch adds the values a patch of a Secret sets: a JSON 6902 patch's
 // values, or a strategic merge patch's data and stringData.
-func (m *secretMaterial) addPatch(n *yaml.Node) {
+func (m *Secrets) addPatch(n *yaml.Node) {
 	if n.Kind == yaml.SequenceNode {
 		for _, op := range n.Content {
 			m.addScalars(mapValue(op, "value"))
@@ -184,7 +181,7 @@ func (m *secretMaterial) addPatch(n *yaml.Node) {
 	m.addSecretFields(n)
 }
 
-func (m *secretMaterial) addSecretFields(n *yaml.Node) {
+func (m *Secrets) addSecretFields(n *yaml.Node) {
 	for _, f := range []string{"data", "stringData"} {
 		d := mapValue(n, f)
 		if d == nil {
@@ -211,7 +208,7 @@ func (m *secretMaterial) addSecretFields(n *yaml.Node) {
 // addValues adds every value of the document root n of a file that is
 // secret as a whole, but an object's apiVersion, kind and metadata, which
 // name it (a decrypted document keeps them in clear).
-func (m *secretMaterial) addValues(n *yaml.Node) {
+func (m *Secrets) addValues(n *yaml.Node) {
 	if n.Kind != yaml.MappingNode || mapValue(n, "kind") == nil {
 		m.addScalars(n)
 		return
@@ -226,13 +223,13 @@ func (m *secretMaterial) addValues(n *yaml.Node) {
 }
 
 // addScalars adds every scalar value under n (map keys are names, not values).
-func (m *secretMaterial) addScalars(n *yaml.Node) {
+func (m *Secrets) addScalars(n *yaml.Node) {
 	if n == nil {
 		return
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		m.addText(n.Value)
+		m.AddText(n.Value)
 	case yaml.MappingNode:
 		for i := 1; i < len(n.Content); i += 2 {
 			m.addScalars(n.Content[i])
@@ -246,7 +243,7 @@ func (m *secretMaterial) addScalars(n *yaml.Node) {
 
 // addJSON adds the secret values of a JSON object (a Secret's data and
 // stringData, or all of it when file is marked).
-func (m *secretMaterial) addJSON(file string, v any) {
+func (m *Secrets) addJSON(file string, v any) {
 	obj, _ := v.(map[string]any)
 	if m.isSecretFile(file) {
 		if obj == nil || obj["kind"] == nil {
@@ -275,7 +272,7 @@ func (m *secretMaterial) addJSON(file string, v any) {
 	}
 }
 
-func (m *secretMaterial) addJSONSecret(obj map[string]any) {
+func (m *Secrets) addJSONSecret(obj map[string]any) {
 	for _, f := range []string{"data", "stringData"} {
 		d, ok := obj[f].(map[string]any)
 		if !ok {
@@ -292,7 +289,7 @@ func (m *secretMaterial) addJSONSecret(obj map[string]any) {
 	}
 }
 
-func (m *secretMaterial) addAny(v any) {
+func (m *Secrets) addAny(v any) {
 	switch v := v.(type) {
 	case map[string]any:
 		for _, e := range v {
@@ -304,7 +301,7 @@ func (m *secretMaterial) addAny(v any) {
 		}
 	case nil:
 	default:
-		m.addText(fmt.Sprint(v))
+		m.AddText(fmt.Sprint(v))
 	}
 }
 
@@ -314,7 +311,7 @@ func (m *secretMaterial) addAny(v any) {
 // LimitError, a cancellation); only the text changes. Errors that are
 // safe by construction (cancellation, a *secretError) are returned as they
 // are.
-func (m *secretMaterial) redact(err error) error {
+func (m *Secrets) redact(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -334,21 +331,21 @@ func (m *secretMaterial) redact(err error) error {
 		if out == msg && obj == me.Object {
 			return err
 		}
-		return &ManifestError{File: me.File, Object: obj, Err: &redactedError{msg: out, err: me.Err}}
+		return &ManifestError{File: me.File, Object: obj, Err: &RedactedError{Msg: out, Err: me.Err}}
 	}
 	return values.Error(err)
 }
 
-// redactedError is an error whose text had secret values removed; it
-// unwraps to the original for errors.Is and errors.As, whose own text must
-// not be shown.
-type redactedError struct {
-	msg string
-	err error
+// RedactedError is an error whose text had secret values removed (Msg);
+// it unwraps to the original (Err) for errors.Is and errors.As, whose own
+// text must not be shown.
+type RedactedError struct {
+	Msg string
+	Err error
 }
 
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
+func (e *RedactedError) Error() string { return e.Msg }
+func (e *RedactedError) Unwrap() error { return e.Err }
 
 // secretError is an error about secret material written so as to name the
 // file, the object and the key, never a value: redact leaves it alone.
@@ -356,16 +353,19 @@ type secretError struct{ msg string }
 
 func (e *secretError) Error() string { return e.msg }
 
-func secretErrorf(format string, args ...any) error {
+// SecretErrorf is an error about secret material, formatted: its text must
+// name the file, the object and the key only, never a value; no redaction
+// touches it.
+func SecretErrorf(format string, args ...any) error {
 	return &secretError{msg: fmt.Sprintf(format, args...)}
 }
 
-// safeKey shows a Secret key that the API would refuse, or a text that
+// SafeKey shows a Secret key that the API would refuse, or a text that
 // may be a value (a literal that is not KEY=value), as far as
 // redact.SafeKey shows it, quoted ("DB_PASSWORD…" for a line written
 // "DB_PASSWORD: Hunter2"), and never whole: nothing is shown when it has
 // no character a key may not hold (the whole text may be a value).
-func safeKey(k string) string {
+func SafeKey(k string) string {
 	switch shown := redact.SafeKey(k); {
 	case shown == "…" && k != "" && !redact.KeyRune([]rune(k)[0]):
 		return `(starts with a character a key may not hold)`
@@ -376,11 +376,11 @@ func safeKey(k string) string {
 	}
 }
 
-// validKey reports whether k is a key the API server accepts in a Secret.
-func validKey(k string) bool { return len(validation.IsConfigMapKey(k)) == 0 }
+// ValidKey reports whether k is a key the API server accepts in a Secret.
+func ValidKey(k string) bool { return len(validation.IsConfigMapKey(k)) == 0 }
 
-// keyRule is what a Secret key may be, for messages.
-const keyRule = "a Secret key is letters, digits, '-', '_' and '.'"
+// KeyRule is what a Secret key may be, for messages.
+const KeyRule = "a Secret key is letters, digits, '-', '_' and '.'"
 
 // checkSecretKeys refuses a Secret (the YAML document root of file) whose
 // data or stringData has a key the API server would refuse, naming the
@@ -390,9 +390,9 @@ const keyRule = "a Secret key is letters, digits, '-', '_' and '.'"
 func checkSecretKeys(file, object string, keys func(field string) []string) error {
 	for _, f := range []string{"data", "stringData"} {
 		for _, k := range keys(f) {
-			if !validKey(k) {
+			if !ValidKey(k) {
 				return &ManifestError{File: file, Object: object,
-					Err: secretErrorf("%s: key %s is not a valid Secret key (%s; the rest of the key is not shown, as it may hold a value)", f, safeKey(k), keyRule)}
+					Err: SecretErrorf("%s: key %s is not a valid Secret key (%s; the rest of the key is not shown, as it may hold a value)", f, SafeKey(k), KeyRule)}
 			}
 		}
 	}
@@ -426,107 +426,8 @@ func jsonSecretKeys(obj map[string]any) func(string) []string {
 	}
 }
 
-// checkSecretSources checks what the kustomization file (in dir,
-// already unmarshalled and fixed into k) generates or patches into Secrets,
-// before kustomize runs, so that the mistakes kustomize or the API server
-// would quote a value back for fail here, naming the kustomization file,
-// the Secret and the entry: a secretGenerator literal that is not key=value
-// ("password:Hunter2"), a key a Secret may not hold (from a literal, an env
-// file line such as "DB_PASSWORD: Hunter2", or a file), an env file line
-// that is not UTF-8. It also gathers the secret material kustomize will
-// handle: every literal's value, and, marked secret as a whole for the rest
-// of the render, every env file and file of a secretGenerator and every
-// patch file that targets a Secret (an inline one's values are added).
-// The env files are read here, through the render's bounded file system
-// (and charged to its budget; kustomize reads them again).
-func (f *treeFS) checkSecretSources(file, dir string, k *types.Kustomization) error {
-	m := &f.b.secrets
-	resolved := func(entry string) string {
-		p := path.Join(dir, entry)
-		if n, err := f.r.resolve(p); err == nil {
-			return n.path
-		}
-		return p
-	}
-	for _, p := range k.Patches {
-		if p.Target == nil || p.Target.Kind != "Secret" {
-			if p.Patch == "" || !strings.Contains(p.Patch, "Secret") {
-				continue
-			}
-		}
-		if p.Path != "" {
-			m.markPatch(resolved(p.Path))
-		}
-		if p.Patch != "" {
-			m.addInline(p.Patch)
-		}
-	}
-	for _, p := range k.PatchesJson6902 {
-		if p.Target == nil || p.Target.Kind != "Secret" {
-			continue
-		}
-		if p.Path != "" {
-			m.markPatch(resolved(p.Path))
-		}
-		if p.Patch != "" {
-			m.addInline(p.Patch)
-		}
-	}
-	for _, g := range k.SecretGenerator {
-		object := ref("Secret", g.Name)
-		fail := func(format string, args ...any) error {
-			return &ManifestError{File: file, Object: object, Err: secretErrorf("secretGenerator: "+format, args...)}
-		}
-		for i, lit := range g.LiteralSources {
-			m.addText(lit)
-			key, v, ok := strings.Cut(lit, "=")
-			if ok {
-				m.addGenerated(v)
-				if l := len(v); l >= 2 && (v[0] == '"' || v[0] == '\'') && v[l-1] == v[0] {
-					m.addGenerated(v[1 : l-1])
-				}
-			}
-			switch {
-			case !ok:
-				return fail("literals[%d] %s is not key=value (write KEY=value; the rest of the literal is not shown, as it may hold a value)", i, safeKey(lit))
-			case key == "":
-				return fail("literals[%d] has an empty key (write KEY=value)", i)
-			case !validKey(key):
-				return fail("literals[%d]: key %s is not a valid Secret key (%s; the rest is not shown)", i, safeKey(key), keyRule)
-			}
-		}
-		for i, src := range g.FileSources {
-			key, p, hasKey := strings.Cut(src, "=")
-			if !hasKey {
-				key, p = path.Base(src), src
-			}
-			m.markFile(resolved(p))
-			if !validKey(key) {
-				return fail("files[%d]: key %s is not a valid Secret key (%s; write KEY=path)", i, safeKey(key), keyRule)
-			}
-		}
-		for _, src := range g.EnvSources {
-			n, err := f.r.resolve(path.Join(dir, src))
-			if err != nil || n.file == nil {
-				continue // checkKustomizations or kustomize says what is wrong
-			}
-			m.markFile(n.path)
-			data, err := f.read(n)
-			if err != nil {
-				return err
-			}
-			if err := checkEnvFile(data, func(line int, format string, args ...any) error {
-				return fail("envs %s line %d: "+format, append([]any{src, line}, args...)...)
-			}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// addInline adds the values an inline patch of a Secret sets (YAML or JSON).
-func (m *secretMaterial) addInline(patch string) {
+// AddInlinePatch adds the values an inline patch of a Secret sets (YAML or JSON).
+func (m *Secrets) AddInlinePatch(patch string) {
 	dec := yaml.NewDecoder(strings.NewReader(patch))
 	for {
 		var n yaml.Node
@@ -537,32 +438,6 @@ func (m *secretMaterial) addInline(patch string) {
 			m.addPatch(root)
 		}
 	}
-}
-
-// checkEnvFile checks the lines of an env file as kustomize reads them:
-// KEY=value, or a key alone; blank lines and lines starting with '#' are
-// skipped.
-func checkEnvFile(data []byte, fail func(line int, format string, args ...any) error) error {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), len(data)+1)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if n == 1 {
-			line = bytes.TrimPrefix(line, []byte{0xEF, 0xBB, 0xBF})
-		}
-		if !utf8.Valid(line) {
-			return fail(n, "not valid UTF-8 (the line is not shown)")
-		}
-		s := strings.TrimLeft(string(line), " \t\r\n\v\f")
-		if s == "" || s[0] == '#' {
-			continue
-		}
-		k, _, _ := strings.Cut(s, "=")
-		if !validKey(k) {
-			return fail(n, "key %s is not a valid Secret key (%s; write KEY=value; the rest of the line is not shown, as it may hold a value)", safeKey(k), keyRule)
-		}
-	}
-	return sc.Err()
 }
 
 // secretKind finds a document that is a Secret (or a list of them),
@@ -582,7 +457,7 @@ var secretKind = regexp.MustCompile(`(?m)["']?\bkind["']?[ \t]*:[ \t]*["']?Secre
 // the message quotes becomes secret material: kustomize, which parses the
 // document again when it is one of its resources, fails quoting the same,
 // and its error loses it (redact).
-func (m *secretMaterial) parseError(file string, data []byte, doc int, relative bool, err error) error {
+func (m *Secrets) parseError(file string, data []byte, doc int, relative bool, err error) error {
 	kind, secretFile, patch := secretKind.Match(data), m.isSecretFile(file), m.isPatch(file)
 	known := !kind && !secretFile && !patch && m.set().Contains(string(data))
 	if !kind && !secretFile && !patch && !known {
@@ -600,9 +475,9 @@ func (m *secretMaterial) parseError(file string, data []byte, doc int, relative 
 		what = "JSON"
 	}
 	for _, q := range quoted.FindAllStringSubmatch(err.Error(), -1) {
-		m.addText(q[1] + q[2])
+		m.AddText(q[1] + q[2])
 	}
-	return secretErrorf("%s: not valid %s (the parser's message is not shown: the document holds secret material, which it may quote)", where, what)
+	return SecretErrorf("%s: not valid %s (the parser's message is not shown: the document holds secret material, which it may quote)", where, what)
 }
 
 var (
@@ -687,16 +562,4 @@ func docOffset(data []byte, doc int) int {
 		return start
 	}
 	return 0
-}
-
-// KeysFingerprint is a fingerprint of the age keys file as it reads now
-// (zero without one): the loop renders a revision whose render failed
-// again once it changes (the keys Secret was updated), and not before.
-func (s *Source) KeysFingerprint() [32]byte {
-	if s.cfg.SOPSAgeKeysFile == "" {
-		return [32]byte{}
-	}
-	var d decryption
-	d.readKeys(s.cfg.SOPSAgeKeysFile)
-	return d.fingerprint()
 }

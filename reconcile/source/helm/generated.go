@@ -1,4 +1,4 @@
-package source
+package helm
 
 import (
 	"crypto/hmac"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"recond.dev/recond/reconcile/keys"
+	"recond.dev/recond/reconcile/source/render"
 )
 
 // AnnotationGeneratedInputs records, on a chart's object with generated-once
@@ -79,8 +80,8 @@ func GeneratedInputsChanged(desired, live map[string]string, path []string) bool
 	return ok1 && ok2 && dv != lv
 }
 
-// apply gives m what the document's meta line says of it.
-func (meta docMeta) apply(m *Manifest) {
+// Apply gives m what the document's meta line says of it.
+func (meta DocMeta) Apply(m *render.Manifest) {
 	m.Hook, m.Generated = meta.Hook, meta.Generated
 	if meta.Inputs != "" && m.Object != nil {
 		a := m.Object.GetAnnotations()

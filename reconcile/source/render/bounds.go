@@ -1,4 +1,4 @@
-package source
+package render
 
 import (
 	"bytes"
@@ -11,105 +11,77 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// Names of the limits, as LimitError.Limit reports them.
-const (
-	LimitBytes          = "bytes"
-	LimitObjects        = "objects"
-	LimitFileBytes      = "file size"
-	LimitDepth          = "nesting depth"
-	LimitAliasExpansion = "alias expansion"
-	LimitMemory         = "memory"
-	LimitFiles          = "files"
-)
-
-// limitFlags maps each limit to the flag that sets it.
-var limitFlags = map[string]string{
-	LimitBytes:          "--render-max-bytes",
-	LimitObjects:        "--render-max-objects",
-	LimitFileBytes:      "--render-max-file-bytes",
-	LimitDepth:          "--render-max-depth",
-	LimitAliasExpansion: "--render-max-alias-expansion",
-	LimitMemory:         "--render-max-memory",
-	LimitFiles:          "--render-max-files",
-}
-
 // aliasAllowance is the number of nodes a YAML document may expand to on
 // top of MaxAliasExpansion times its own nodes, so that a small document
 // may use a few anchors freely.
 const aliasAllowance = 10000
 
-// LimitError reports a render that exceeded one of its Limits. Render
-// returns it inside a *ManifestError.
-type LimitError struct {
-	// Limit is one of the Limit* names.
-	Limit string
-	// Flag is the command-line flag that sets the limit.
-	Flag string
-	// Value is what the render reached (at least Max+1; for bytes, possibly
-	// only the point at which it stopped counting).
-	Value int64
-	// Max is the limit in force.
-	Max int64
-	// File is the file being read when the limit was exceeded, or "".
-	File string
-}
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s limit exceeded: %d > %d (raise %s if this is intended)", e.Limit, e.Value, e.Max, e.Flag)
-}
-
-func newLimitError(limit string, value, max int64, file string) *ManifestError {
-	return &ManifestError{File: file, Err: &LimitError{Limit: limit, Flag: limitFlags[limit], Value: value, Max: max, File: file}}
-}
-
-// budget counts what one render has used against its limits. It is safe
+// Budget counts what one render has used against its limits, and holds
+// what the render knows to be secret and its SOPS decryption. It is safe
 // for concurrent use (kustomize reads through the file system from its own
 // goroutine).
-type budget struct {
+type Budget struct {
 	lim     Limits
 	read    atomic.Int64 // bytes read from the tree
 	objects int          // objects produced (only touched by the decoder)
 	// secrets is what the render knows to be secret: no error of it may
-	// quote any of it (safe).
-	secrets secretMaterial
+	// quote any of it (Safe).
+	secrets Secrets
 	// dec decrypts the render's SOPS-encrypted files (decrypt.go).
 	dec decryption
 }
 
-// safe is err with every secret value the render knows of removed from
-// its text (see secretMaterial.redact), then bounded in length
-// (boundError): the whole text is redacted before any of it is cut.
-func (b *budget) safe(err error) error { return boundError(b.secrets.redact(err)) }
+// NewBudget returns the budget of one render under lim (zero fields take
+// DefaultLimits). It decrypts nothing until given keys (ReadKeys, SetKeys).
+func NewBudget(lim Limits) *Budget { return &Budget{lim: lim.WithDefaults()} }
 
-// again is a budget for a second render of the same revision: the same
+// Limits are the limits the render is held to.
+func (b *Budget) Limits() Limits { return b.lim }
+
+// Secrets is what the render knows to be secret.
+func (b *Budget) Secrets() *Secrets { return &b.secrets }
+
+// BytesRead is how many bytes the render has read from the tree so far.
+func (b *Budget) BytesRead() int64 { return b.read.Load() }
+
+// SetBytesRead sets the count of bytes read (a render done again from the
+// start reads the same files: they are counted once).
+func (b *Budget) SetBytesRead(n int64) { b.read.Store(n) }
+
+// Safe is err with every secret value the render knows of removed from
+// its text (see Secrets.redact), then bounded in length (BoundError): the
+// whole text is redacted before any of it is cut.
+func (b *Budget) Safe(err error) error { return BoundError(b.secrets.redact(err)) }
+
+// Again is a budget for a second render of the same revision: the same
 // limits, a count of its own, and the decryption's keys and files.
-func (b *budget) again() *budget {
-	nb := &budget{lim: b.lim}
+func (b *Budget) Again() *Budget {
+	nb := &Budget{lim: b.lim}
 	b.dec.shareWith(&nb.dec)
 	return nb
 }
 
 // readBytes charges n bytes read from file against MaxBytes.
-func (b *budget) readBytes(file string, n int64) error {
+func (b *Budget) readBytes(file string, n int64) error {
 	if total := b.read.Add(n); total > b.lim.MaxBytes {
-		return newLimitError(LimitBytes, total, b.lim.MaxBytes, file)
+		return NewLimitError(LimitBytes, total, b.lim.MaxBytes, file)
 	}
 	return nil
 }
 
 // fileSize refuses a file larger than MaxFileBytes, before it is read.
-func (b *budget) fileSize(file string, size int64) error {
+func (b *Budget) fileSize(file string, size int64) error {
 	if size > b.lim.MaxFileBytes {
-		return newLimitError(LimitFileBytes, size, b.lim.MaxFileBytes, file)
+		return NewLimitError(LimitFileBytes, size, b.lim.MaxFileBytes, file)
 	}
 	return nil
 }
 
-// inspect checks every document of a YAML or JSON file before it is
+// Inspect checks every document of a YAML or JSON file before it is
 // decoded: alias expansion, nesting depth and, when numbers is set, that
 // every number is exactly representable. It parses into yaml.v3 nodes,
 // which keep aliases unexpanded, so a bomb costs only its own size here.
-func (b *budget) inspect(file string, data []byte, numbers bool) error {
+func (b *Budget) Inspect(file string, data []byte, numbers bool) error {
 	b.secrets.addFile(file, data)
 	secretFile := b.secrets.isSecretFile(file)
 	if looksLikeJSON(data) {
@@ -132,7 +104,7 @@ func (b *budget) inspect(file string, data []byte, numbers bool) error {
 			return &ManifestError{File: file, Err: fmt.Errorf("document %d: %w", doc, err)}
 		}
 		if max := int64(b.lim.MaxAliasExpansion)*own + aliasAllowance; c.nodes > max {
-			return newLimitError(LimitAliasExpansion, c.nodes, max, file)
+			return NewLimitError(LimitAliasExpansion, c.nodes, max, file)
 		}
 		// The document node itself adds one level.
 		if c.depth-1 > int64(b.lim.MaxDepth) {
@@ -149,8 +121,8 @@ func (b *budget) inspect(file string, data []byte, numbers bool) error {
 	}
 }
 
-func (b *budget) depthError(file string, doc *yaml.Node, depth int64) error {
-	err := newLimitError(LimitDepth, depth, int64(b.lim.MaxDepth), file)
+func (b *Budget) depthError(file string, doc *yaml.Node, depth int64) error {
+	err := NewLimitError(LimitDepth, depth, int64(b.lim.MaxDepth), file)
 	err.Object = objectRef(docRoot(doc))
 	return err
 }
@@ -170,7 +142,7 @@ func looksLikeJSON(data []byte) bool {
 
 // inspectJSON checks depth and numbers of a JSON file (JSON has no
 // aliases). Syntax errors are left to the decoder, which reports them.
-func (b *budget) inspectJSON(file string, data []byte, numbers bool) error {
+func (b *Budget) inspectJSON(file string, data []byte, numbers bool) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	for {
@@ -182,7 +154,7 @@ func (b *budget) inspectJSON(file string, data []byte, numbers bool) error {
 		obj, _ := v.(map[string]any)
 		ref := jsonRef(obj)
 		if d := jsonDepth(v); d > int64(b.lim.MaxDepth) {
-			err := newLimitError(LimitDepth, d, int64(b.lim.MaxDepth), file)
+			err := NewLimitError(LimitDepth, d, int64(b.lim.MaxDepth), file)
 			err.Object = ref
 			return err
 		}

@@ -1,4 +1,4 @@
-package source
+package render
 
 import (
 	"bytes"
@@ -19,38 +19,38 @@ import (
 	"recond.dev/recond/reconcile/source/tree"
 )
 
-// mount is where the commit's tree appears in the file system given to
-// kustomize. It is not "/" so that a path climbing above the repository
-// resolves outside the mount, and fails, instead of being clamped to the
+// Mount is where the commit's tree appears in the file system given to
+// kustomize (FS). It is not "/" so that a path climbing above the repository
+// resolves outside the Mount, and fails, instead of being clamped to the
 // root.
-const mount = "/repo"
+const Mount = "/repo"
 
 // maxSymlinkHops bounds the symbolic links followed to resolve one path.
 const maxSymlinkHops = 40
 
-// errOutside marks a path or link that leads outside the repository.
-var errOutside = errors.New("outside the repository")
+// ErrOutside marks a path or link that leads outside the repository.
+var ErrOutside = errors.New("outside the repository")
 
-// node is a resolved path in the tree: a directory (tree set) or a file.
-type node struct {
-	path string // repository-relative, "." for the root
-	tree Dir
-	file File
+// Node is a resolved path in the tree: a directory (Dir set) or a file.
+type Node struct {
+	Path string // repository-relative, "." for the root
+	Dir  tree.Dir
+	File tree.File
 }
 
 // resolver resolves repository-relative paths in a revision's files,
 // following symbolic links that stay inside them.
-type resolver struct{ root Dir }
+type resolver struct{ root tree.Dir }
 
 // resolve looks up p (slash-separated, relative to the repository root).
 // The error names the link when a symbolic link dangles or leads outside.
-func (r *resolver) resolve(p string) (*node, error) {
+func (r *resolver) resolve(p string) (*Node, error) {
 	p = path.Clean(p)
 	if p == ".." || strings.HasPrefix(p, "../") || path.IsAbs(p) {
-		return nil, fmt.Errorf("%s: %w", p, errOutside)
+		return nil, fmt.Errorf("%s: %w", p, ErrOutside)
 	}
 	hops := 0
-	cur := &node{path: ".", tree: r.root}
+	cur := &Node{Path: ".", Dir: r.root}
 	rest := splitPath(p)
 	pending := 0   // components of rest that come from the last link's target
 	lastLink := "" // that link, for errors
@@ -61,11 +61,11 @@ func (r *resolver) resolve(p string) (*node, error) {
 		if pending > 0 {
 			pending--
 		}
-		full := path.Join(cur.path, name)
-		if cur.tree == nil {
-			return nil, fmt.Errorf("%s: not a directory: %w", cur.path, fs.ErrNotExist)
+		full := path.Join(cur.Path, name)
+		if cur.Dir == nil {
+			return nil, fmt.Errorf("%s: not a directory: %w", cur.Path, fs.ErrNotExist)
 		}
-		e, err := cur.tree.Entry(name)
+		e, err := cur.Dir.Entry(name)
 		if err != nil {
 			if fromLink {
 				return nil, fmt.Errorf("symlink %s: dangling: %s does not exist", lastLink, full)
@@ -73,45 +73,45 @@ func (r *resolver) resolve(p string) (*node, error) {
 			return nil, fmt.Errorf("%s: %w", full, fs.ErrNotExist)
 		}
 		switch e.Kind {
-		case KindDir:
-			t, err := cur.tree.Dir(name)
+		case tree.KindDir:
+			t, err := cur.Dir.Dir(name)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", full, err)
 			}
-			cur = &node{path: full, tree: t}
-		case KindSymlink:
+			cur = &Node{Path: full, Dir: t}
+		case tree.KindSymlink:
 			if hops++; hops > maxSymlinkHops {
 				return nil, fmt.Errorf("symlink %s: too many levels of symbolic links", full)
 			}
-			f, err := cur.tree.File(name)
+			f, err := cur.Dir.File(name)
 			if err != nil {
 				return nil, fmt.Errorf("symlink %s: %w", full, err)
 			}
 			// A link's target is a path: a blob longer than any path is
 			// refused unread.
-			if f.Size() > maxSymlinkTarget {
-				return nil, fmt.Errorf("symlink %s: target of %d bytes is longer than a path (%d)", full, f.Size(), maxSymlinkTarget)
+			if f.Size() > tree.MaxLinkTarget {
+				return nil, fmt.Errorf("symlink %s: target of %d bytes is longer than a path (%d)", full, f.Size(), tree.MaxLinkTarget)
 			}
 			target, err := tree.ReadAll(f)
 			if err != nil {
 				return nil, fmt.Errorf("symlink %s: %w", full, err)
 			}
 			lastLink = full + " -> " + target
-			t := path.Join(cur.path, target)
+			t := path.Join(cur.Path, target)
 			if path.IsAbs(target) || t == ".." || strings.HasPrefix(t, "../") {
-				return nil, fmt.Errorf("symlink %s: %w", lastLink, errOutside)
+				return nil, fmt.Errorf("symlink %s: %w", lastLink, ErrOutside)
 			}
 			// Start again from the root with the target and what is left.
 			parts := splitPath(t)
 			rest = append(parts, rest...)
 			pending += len(parts)
-			cur = &node{path: ".", tree: r.root}
-		case KindFile:
-			f, err := cur.tree.File(name)
+			cur = &Node{Path: ".", Dir: r.root}
+		case tree.KindFile:
+			f, err := cur.Dir.File(name)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", full, err)
 			}
-			cur = &node{path: full, file: f}
+			cur = &Node{Path: full, File: f}
 		default: // a submodule: its content is not in this repository
 			return nil, fmt.Errorf("%s: submodule: %w", full, fs.ErrNotExist)
 		}
@@ -126,36 +126,49 @@ func splitPath(p string) []string {
 	return strings.Split(p, "/")
 }
 
-// treeFS is the file system kustomize sees: the commit's tree, read
-// lazily, mounted at mount, read-only. Every operation checks ctx, and
+// FS is the file system kustomize and the chart renderer see: the
+// commit's tree, read lazily, mounted at Mount, read-only. Every operation checks ctx, and
 // every read is charged to the render's budget. The first fault that is
 // not an ordinary "does not exist" (a path outside the repository, a bad
 // link, a limit, cancellation) is remembered, because kustomize turns some
 // errors into "not found" and retries other forms of a path: Err gives the
 // real reason.
-type treeFS struct {
+type FS struct {
 	ctx context.Context
 	r   *resolver
-	b   *budget
+	b   *Budget
 
 	mu    sync.Mutex
 	fault error
 }
 
-var _ filesys.FileSystem = (*treeFS)(nil)
+var _ filesys.FileSystem = (*FS)(nil)
 
-func newTreeFS(ctx context.Context, root Dir, b *budget) *treeFS {
-	return &treeFS{ctx: ctx, r: &resolver{root: root}, b: b}
+// NewFS returns the file system of the tree root, whose reads are charged
+// to b and fail once ctx is done.
+func NewFS(ctx context.Context, root tree.Dir, b *Budget) *FS {
+	return &FS{ctx: ctx, r: &resolver{root: root}, b: b}
 }
 
 // Err is the first fault seen, or nil.
-func (f *treeFS) Err() error {
+func (f *FS) Err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.fault
 }
 
-func (f *treeFS) record(err error) error {
+// Resolve looks up p, a repository-relative path, following symbolic links
+// that stay inside the tree, without remembering a fault (the caller says
+// what is wrong).
+func (f *FS) Resolve(p string) (*Node, error) { return f.r.resolve(p) }
+
+// Context is the render's context: once it is done, every operation fails.
+func (f *FS) Context() context.Context { return f.ctx }
+
+// Budget is the render's budget, which every read is charged to.
+func (f *FS) Budget() *Budget { return f.b }
+
+func (f *FS) record(err error) error {
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -167,26 +180,28 @@ func (f *treeFS) record(err error) error {
 	return err
 }
 
-// rel maps an absolute path in the mount to a repository-relative path.
-func (f *treeFS) rel(p string) (string, error) {
+// rel maps an absolute path in the Mount to a repository-relative path.
+func (f *FS) rel(p string) (string, error) {
 	if err := f.ctx.Err(); err != nil {
 		return "", f.record(err)
 	}
 	if !filepath.IsAbs(p) {
-		p = path.Join(mount, p)
+		p = path.Join(Mount, p)
 	}
 	p = path.Clean(filepath.ToSlash(p))
-	if p == mount {
+	if p == Mount {
 		return ".", nil
 	}
-	r, ok := strings.CutPrefix(p, mount+"/")
+	r, ok := strings.CutPrefix(p, Mount+"/")
 	if !ok {
-		return "", f.record(&ManifestError{File: p, Err: fmt.Errorf("path %w", errOutside)})
+		return "", f.record(&ManifestError{File: p, Err: fmt.Errorf("path %w", ErrOutside)})
 	}
 	return r, nil
 }
 
-func (f *treeFS) lookup(p string) (*node, error) {
+// Lookup resolves p, a path in the mount, to its node; a fault that is
+// not an ordinary "does not exist" is remembered (Err).
+func (f *FS) Lookup(p string) (*Node, error) {
 	r, err := f.rel(p)
 	if err != nil {
 		return nil, err
@@ -201,18 +216,19 @@ func (f *treeFS) lookup(p string) (*node, error) {
 	return n, nil
 }
 
-// abs maps a repository-relative path back into the mount.
-func abs(rel string) string { return path.Join(mount, rel) }
+// abs maps a repository-relative path back into the Mount.
+func Abs(rel string) string { return path.Join(Mount, rel) }
 
-// read returns the content of a file node, charged to the budget and
-// checked for alias bombs and depth.
-func (f *treeFS) read(n *node) ([]byte, error) { return f.readAs(n, true) }
+// Read returns the content of a file node, charged to the budget,
+// decrypted when it is SOPS-encrypted (by its roles) and checked for
+// alias bombs and depth.
+func (f *FS) Read(n *Node) ([]byte, error) { return f.readAs(n, true) }
 
-// readFileRaw is ReadFile without decryption: a chart's files are the
+// ReadRaw is ReadFile without decryption: a chart's files are the
 // chart's as committed (a template that reads a SOPS-encrypted file with
 // .Files.Get reads its ciphertext); only its values files are decrypted.
-func (f *treeFS) readFileRaw(p string) ([]byte, error) {
-	n, err := f.lookup(p)
+func (f *FS) ReadRaw(p string) ([]byte, error) {
+	n, err := f.Lookup(p)
 	if err != nil {
 		return nil, err
 	}
@@ -220,16 +236,16 @@ func (f *treeFS) readFileRaw(p string) ([]byte, error) {
 }
 
 // readAs is read, decrypting a SOPS-encrypted file when decrypt is set.
-func (f *treeFS) readAs(n *node, decrypt bool) ([]byte, error) {
-	if n.file == nil {
-		return nil, fmt.Errorf("%s: is a directory", n.path)
+func (f *FS) readAs(n *Node, decrypt bool) ([]byte, error) {
+	if n.File == nil {
+		return nil, fmt.Errorf("%s: is a directory", n.Path)
 	}
-	data, err := f.b.readFile(n.path, n.file)
+	data, err := f.b.ReadFile(n.Path, n.File)
 	if err != nil {
 		return nil, f.record(err)
 	}
 	if decrypt {
-		if data, err = f.b.decrypt(n.path, data); err != nil {
+		if data, err = f.b.Decrypt(n.Path, data); err != nil {
 			return nil, f.record(err)
 		}
 	}
@@ -239,7 +255,7 @@ func (f *treeFS) readAs(n *node, decrypt bool) ([]byte, error) {
 	// Kustomize parses most of what it reads as YAML: refuse bombs and
 	// inexact numbers before it does (its output has lost the literal).
 	// What is not YAML (env files, binary data) is left alone.
-	if err := f.b.inspect(n.path, data, true); err != nil {
+	if err := f.b.Inspect(n.Path, data, true); err != nil {
 		var se *syntaxError
 		if !errors.As(err, &se) {
 			return nil, f.record(err)
@@ -249,21 +265,21 @@ func (f *treeFS) readAs(n *node, decrypt bool) ([]byte, error) {
 }
 
 // ReadFile implements filesys.FileSystem.
-func (f *treeFS) ReadFile(p string) ([]byte, error) {
-	n, err := f.lookup(p)
+func (f *FS) ReadFile(p string) ([]byte, error) {
+	n, err := f.Lookup(p)
 	if err != nil {
 		return nil, err
 	}
-	return f.read(n)
+	return f.Read(n)
 }
 
 // Open implements filesys.FileSystem; the file is read-only.
-func (f *treeFS) Open(p string) (filesys.File, error) {
-	n, err := f.lookup(p)
+func (f *FS) Open(p string) (filesys.File, error) {
+	n, err := f.Lookup(p)
 	if err != nil {
 		return nil, err
 	}
-	data, err := f.read(n)
+	data, err := f.Read(n)
 	if err != nil {
 		return nil, err
 	}
@@ -271,27 +287,27 @@ func (f *treeFS) Open(p string) (filesys.File, error) {
 }
 
 // IsDir implements filesys.FileSystem.
-func (f *treeFS) IsDir(p string) bool {
-	n, err := f.lookup(p)
-	return err == nil && n.tree != nil
+func (f *FS) IsDir(p string) bool {
+	n, err := f.Lookup(p)
+	return err == nil && n.Dir != nil
 }
 
 // Exists implements filesys.FileSystem.
-func (f *treeFS) Exists(p string) bool {
-	_, err := f.lookup(p)
+func (f *FS) Exists(p string) bool {
+	_, err := f.Lookup(p)
 	return err == nil
 }
 
 // ReadDir implements filesys.FileSystem.
-func (f *treeFS) ReadDir(p string) ([]string, error) {
-	n, err := f.lookup(p)
+func (f *FS) ReadDir(p string) ([]string, error) {
+	n, err := f.Lookup(p)
 	if err != nil {
 		return nil, err
 	}
-	if n.tree == nil {
+	if n.Dir == nil {
 		return nil, fmt.Errorf("%s: not a directory", p)
 	}
-	entries := n.tree.Entries()
+	entries := n.Dir.Entries()
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
 		names = append(names, e.Name)
@@ -303,21 +319,21 @@ func (f *treeFS) ReadDir(p string) ([]string, error) {
 // inside the repository but is returned as written (cleaned): a symbolic
 // link is read under its own name, so kustomize's root restriction applies
 // to where the link is, as for the plain reader.
-func (f *treeFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
-	n, err := f.lookup(p)
+func (f *FS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	n, err := f.Lookup(p)
 	if err != nil {
 		return "", "", err
 	}
 	r, _ := f.rel(p)
-	if n.tree != nil {
-		return filesys.ConfirmedDir(abs(r)), "", nil
+	if n.Dir != nil {
+		return filesys.ConfirmedDir(Abs(r)), "", nil
 	}
-	return filesys.ConfirmedDir(abs(path.Dir(r))), path.Base(r), nil
+	return filesys.ConfirmedDir(Abs(path.Dir(r))), path.Base(r), nil
 }
 
 // Glob implements filesys.FileSystem, matching one path component at a
 // time.
-func (f *treeFS) Glob(pattern string) ([]string, error) {
+func (f *FS) Glob(pattern string) ([]string, error) {
 	r, err := f.rel(pattern)
 	if err != nil {
 		return nil, err
@@ -327,10 +343,10 @@ func (f *treeFS) Glob(pattern string) ([]string, error) {
 		var next []string
 		for _, m := range matches {
 			n, err := f.r.resolve(m)
-			if err != nil || n.tree == nil {
+			if err != nil || n.Dir == nil {
 				continue
 			}
-			for _, e := range n.tree.Entries() {
+			for _, e := range n.Dir.Entries() {
 				if ok, err := path.Match(part, e.Name); err != nil {
 					return nil, err
 				} else if ok {
@@ -343,7 +359,7 @@ func (f *treeFS) Glob(pattern string) ([]string, error) {
 	out := make([]string, 0, len(matches))
 	for _, m := range matches {
 		if m != "." {
-			out = append(out, abs(m))
+			out = append(out, Abs(m))
 		}
 	}
 	sort.Strings(out)
@@ -352,15 +368,15 @@ func (f *treeFS) Glob(pattern string) ([]string, error) {
 
 // Walk implements filesys.FileSystem. Symbolic links are reported, not
 // followed, as filepath.Walk does.
-func (f *treeFS) Walk(p string, fn filepath.WalkFunc) error {
-	n, err := f.lookup(p)
+func (f *FS) Walk(p string, fn filepath.WalkFunc) error {
+	n, err := f.Lookup(p)
 	if err != nil {
 		return fn(p, nil, err)
 	}
 	return f.walk(p, n, fn)
 }
 
-func (f *treeFS) walk(p string, n *node, fn filepath.WalkFunc) error {
+func (f *FS) walk(p string, n *Node, fn filepath.WalkFunc) error {
 	if err := f.ctx.Err(); err != nil {
 		return f.record(err)
 	}
@@ -370,25 +386,25 @@ func (f *treeFS) walk(p string, n *node, fn filepath.WalkFunc) error {
 		}
 		return err
 	}
-	if n.tree == nil {
+	if n.Dir == nil {
 		return nil
 	}
-	for _, e := range n.tree.Entries() {
+	for _, e := range n.Dir.Entries() {
 		cp := path.Join(p, e.Name)
-		var ch *node
+		var ch *Node
 		switch e.Kind {
-		case KindDir:
-			t, err := n.tree.Dir(e.Name)
+		case tree.KindDir:
+			t, err := n.Dir.Dir(e.Name)
 			if err != nil {
 				return err
 			}
-			ch = &node{path: path.Join(n.path, e.Name), tree: t}
+			ch = &Node{Path: path.Join(n.Path, e.Name), Dir: t}
 		default:
-			fl, err := n.tree.File(e.Name)
+			fl, err := n.Dir.File(e.Name)
 			if err != nil {
 				continue
 			}
-			ch = &node{path: path.Join(n.path, e.Name), file: fl}
+			ch = &Node{Path: path.Join(n.Path, e.Name), File: fl}
 		}
 		if err := f.walk(cp, ch, fn); err != nil {
 			return err
@@ -397,24 +413,24 @@ func (f *treeFS) walk(p string, n *node, fn filepath.WalkFunc) error {
 	return nil
 }
 
-func (f *treeFS) readOnly(op, p string) error {
+func (f *FS) readOnly(op, p string) error {
 	return f.record(&ManifestError{File: p, Err: fmt.Errorf("%s: the repository is read-only while rendering", op)})
 }
 
 // Create implements filesys.FileSystem: always refused.
-func (f *treeFS) Create(p string) (filesys.File, error) { return nil, f.readOnly("create", p) }
+func (f *FS) Create(p string) (filesys.File, error) { return nil, f.readOnly("create", p) }
 
 // Mkdir implements filesys.FileSystem: always refused.
-func (f *treeFS) Mkdir(p string) error { return f.readOnly("mkdir", p) }
+func (f *FS) Mkdir(p string) error { return f.readOnly("mkdir", p) }
 
 // MkdirAll implements filesys.FileSystem: always refused.
-func (f *treeFS) MkdirAll(p string) error { return f.readOnly("mkdir", p) }
+func (f *FS) MkdirAll(p string) error { return f.readOnly("mkdir", p) }
 
 // RemoveAll implements filesys.FileSystem: always refused.
-func (f *treeFS) RemoveAll(p string) error { return f.readOnly("remove", p) }
+func (f *FS) RemoveAll(p string) error { return f.readOnly("remove", p) }
 
 // WriteFile implements filesys.FileSystem: always refused.
-func (f *treeFS) WriteFile(p string, _ []byte) error { return f.readOnly("write", p) }
+func (f *FS) WriteFile(p string, _ []byte) error { return f.readOnly("write", p) }
 
 // roFile is an opened file: readable, not writable.
 type roFile struct {
@@ -429,23 +445,34 @@ func (r *roFile) Stat() (os.FileInfo, error) {
 }
 
 // fileInfo describes a node.
-type fileInfo struct{ n *node }
+type fileInfo struct{ n *Node }
 
-func info(n *node) os.FileInfo { return fileInfo{n} }
+func info(n *Node) os.FileInfo { return fileInfo{n} }
 
-func (i fileInfo) Name() string { return path.Base(i.n.path) }
+func (i fileInfo) Name() string { return path.Base(i.n.Path) }
 func (i fileInfo) Size() int64 {
-	if i.n.file != nil {
-		return i.n.file.Size()
+	if i.n.File != nil {
+		return i.n.File.Size()
 	}
 	return 0
 }
 func (i fileInfo) Mode() os.FileMode {
-	if i.n.tree != nil {
+	if i.n.Dir != nil {
 		return os.ModeDir | 0o555
 	}
 	return 0o444
 }
 func (i fileInfo) ModTime() time.Time { return time.Time{} }
-func (i fileInfo) IsDir() bool        { return i.n.tree != nil }
+func (i fileInfo) IsDir() bool        { return i.n.Dir != nil }
 func (i fileInfo) Sys() any           { return nil }
+
+// ResolveDir resolves p (slash-separated, relative to root) in root,
+// following symbolic links that stay inside it: the directory there, or
+// nil when p is a file.
+func ResolveDir(root tree.Dir, p string) (tree.Dir, error) {
+	n, err := (&resolver{root: root}).resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	return n.Dir, nil
+}

@@ -1,4 +1,4 @@
-package source
+package helm
 
 import (
 	"bytes"
@@ -31,15 +31,17 @@ import (
 	"sigs.k8s.io/kustomize/api/sealed"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"recond.dev/recond/reconcile/source/render"
 	"recond.dev/recond/reconcile/source/sops"
+	"recond.dev/recond/reconcile/source/tree"
 )
 
-// chartFile is the file whose presence in --path makes it a Helm chart.
-const chartFile = "Chart.yaml"
+// ChartFile is the file whose presence in --path makes it a Helm chart.
+const ChartFile = "Chart.yaml"
 
-// helmRequest is what rendering a chart needs besides the chart itself.
+// Request is what rendering a chart needs besides the chart itself.
 // It crosses the worker's pipe as JSON.
-type helmRequest struct {
+type Request struct {
 	Release   string `json:"release"`
 	Namespace string `json:"namespace"`
 	// Values are repository-relative paths of values files, merged in
@@ -89,28 +91,28 @@ type Chart struct {
 	Values []string
 }
 
-// helmLabel names a chart's render in errors: "helm template <dir>".
-func helmLabel(dir string) string { return "helm template " + dir }
+// Label names a chart's render in errors: "helm template <dir>".
+func Label(dir string) string { return "helm template " + dir }
 
-// helmBuild renders the chart at dir of the commit's tree, sealed: every
+// Build renders the chart at dir of the commit's tree, sealed: every
 // file is read through the bounded tree file system (symbolic links only
 // inside the repository), dependencies only from the chart's charts/,
 // lookup returns nothing, DNS is never asked, a values schema's $ref
 // never leaves the chart, and the random and time functions are repeatable
 // (helmfuncs.go). It returns the objects as YAML documents, each after a
 // "# Source: <template>" line, and what it left out.
-func helmBuild(ctx context.Context, root Dir, dir string, b *budget, req helmRequest) (out []byte, err error) {
-	label := helmLabel(dir)
-	defer func() { err = b.safe(err) }()
+func Build(ctx context.Context, root tree.Dir, dir string, b *render.Budget, req Request) (out []byte, err error) {
+	label := Label(dir)
+	defer func() { err = b.Safe(err) }()
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = nil, renderFault(fmt.Errorf("helm failed: %v", p), label)
+			out, err = nil, render.Fault(fmt.Errorf("helm failed: %v", p), label)
 		}
 	}()
-	tfs := newTreeFS(ctx, root, b)
+	tfs := render.NewFS(ctx, root, b)
 	files, gen, ch, err := renderChart(ctx, tfs, dir, req)
 	if err != nil {
-		return nil, renderFault(err, label)
+		return nil, render.Fault(err, label)
 	}
 	// Objects whose text the key and certificate makers (or a random salt)
 	// changed are found by rendering a second time: they are created when
@@ -120,30 +122,30 @@ func helmBuild(ctx context.Context, root Dir, dir string, b *budget, req helmReq
 		again2 := req
 		again2.standIns = true
 		// A budget of its own: reading the chart again is not reading more.
-		if again, _, _, err = renderChart(ctx, newTreeFS(ctx, root, b.again()), dir, again2); err != nil {
-			return nil, renderFault(err, label)
+		if again, _, _, err = renderChart(ctx, render.NewFS(ctx, root, b.Again()), dir, again2); err != nil {
+			return nil, render.Fault(err, label)
 		}
 	}
 	if err := tfs.Err(); err != nil {
-		return nil, renderFault(err, label)
+		return nil, render.Fault(err, label)
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
-		return nil, &ManifestError{File: label, Err: err}
+		return nil, &render.ManifestError{File: label, Err: err}
 	}
 	generated := map[int][][]string{} // manifest index -> the fields the stand-ins changed
 	inputs := map[int]string{}        // manifest index -> AnnotationGeneratedInputs
 	if again != nil {
 		_, manifests2, err := releaseutil.SortManifests(again, nil, releaseutil.InstallOrder)
 		if err != nil {
-			return nil, &ManifestError{File: label, Err: err}
+			return nil, &render.ManifestError{File: label, Err: err}
 		}
 		// A generated field may be made from a decrypted value: its
 		// fingerprint is then keyed with the instance's seed.
 		var key []byte
-		if len(b.dec.secretValues()) > 0 {
+		if len(b.SecretValues()) > 0 {
 			if len(req.Seed) == 0 {
-				return nil, &ManifestError{File: label, Err: fmt.Errorf("a key or certificate maker with SOPS-encrypted values: %w", ErrNoSeed)}
+				return nil, &render.ManifestError{File: label, Err: fmt.Errorf("a key or certificate maker with SOPS-encrypted values: %w", ErrNoSeed)}
 			}
 			key = req.Seed
 		}
@@ -174,37 +176,37 @@ func helmBuild(ctx context.Context, root Dir, dir string, b *budget, req helmReq
 		}
 		fmt.Fprintf(&buf, "%s%s\n", skippedHook, oneLine(fmt.Sprintf("%s/%s (%s)", h.Kind, h.Name, hookEvents(h))))
 	}
-	write := func(src string, meta docMeta, content string) error {
+	write := func(src string, meta DocMeta, content string) error {
 		line, _ := json.Marshal(meta)
 		fmt.Fprintf(&buf, "%s%s\n%s%s\n%s\n", docStart, oneLine(src), metaLine, line, content)
-		if n := int64(buf.Len()); n > b.lim.MaxBytes {
-			return newLimitError(LimitBytes, n, b.lim.MaxBytes, label)
+		if n := int64(buf.Len()); n > b.Limits().MaxBytes {
+			return render.NewLimitError(render.LimitBytes, n, b.Limits().MaxBytes, label)
 		}
 		return nil
 	}
 	for i, m := range manifests {
-		if err := write(m.Name, docMeta{Generated: generated[i], Inputs: inputs[i]}, m.Content); err != nil {
+		if err := write(m.Name, DocMeta{Generated: generated[i], Inputs: inputs[i]}, m.Content); err != nil {
 			return nil, err
 		}
 	}
 	for _, h := range applied {
-		if err := write(h.Path, docMeta{Hook: true}, h.Manifest); err != nil {
+		if err := write(h.Path, DocMeta{Hook: true}, h.Manifest); err != nil {
 			return nil, err
 		}
 	}
 	return buf.Bytes(), nil
 }
 
-// Each document of helmBuild's output starts with docStart and the
-// template's name, then metaLine and its docMeta: the line is always
+// Each document of Build's output starts with docStart and the
+// template's name, then metaLine and its DocMeta: the line is always
 // there, so that no template's own output can pass for it.
 const (
 	docStart = "---\n# Source: "
 	metaLine = "# recond: "
 )
 
-// docMeta is what recond says of one document of a chart's output.
-type docMeta struct {
+// DocMeta is what recond says of one document of a chart's output.
+type DocMeta struct {
 	// Hook: a hook recond runs (helm.sh/hook).
 	Hook bool `json:"hook,omitempty"`
 	// Generated are the fields (paths of keys) that a key or certificate
@@ -242,8 +244,8 @@ func differingPaths(a, b any, at []string, out [][]string) [][]string {
 // chart), merges the values, checks them and renders every template. It
 // returns the rendered files (NOTES.txt left out) and how many calls the
 // functions whose output cannot be repeated had.
-func renderChart(ctx context.Context, tfs *treeFS, dir string, req helmRequest) (map[string]string, int64, *chartv2.Chart, error) {
-	label := helmLabel(dir)
+func renderChart(ctx context.Context, tfs *render.FS, dir string, req Request) (map[string]string, int64, *chartv2.Chart, error) {
+	label := Label(dir)
 	ch, err := loadChart(tfs, dir)
 	if err != nil {
 		return nil, 0, nil, err
@@ -253,12 +255,12 @@ func renderChart(ctx context.Context, tfs *treeFS, dir string, req helmRequest) 
 		return nil, 0, nil, err
 	}
 	for i, doc := range req.inline {
-		if err := tfs.b.inspect(label, doc, false); err != nil {
+		if err := tfs.Budget().Inspect(label, doc, false); err != nil {
 			return nil, 0, nil, err
 		}
 		cur, err := loaderv2.LoadValues(bytes.NewReader(doc))
 		if err != nil {
-			return nil, 0, nil, &ManifestError{File: label, Err: fmt.Errorf("values %d: %w", i+1, err)}
+			return nil, 0, nil, &render.ManifestError{File: label, Err: fmt.Errorf("values %d: %w", i+1, err)}
 		}
 		vals = loaderv2.MergeMaps(vals, cur)
 	}
@@ -267,24 +269,24 @@ func renderChart(ctx context.Context, tfs *treeFS, dir string, req helmRequest) 
 		return nil, 0, nil, err
 	}
 	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
-		return nil, 0, nil, &ManifestError{File: path.Join(dir, chartFile), Err: fmt.Errorf("chart requires kubeVersion %s, which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
+		return nil, 0, nil, &render.ManifestError{File: path.Join(dir, ChartFile), Err: fmt.Errorf("chart requires kubeVersion %s, which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
 	}
 	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
-		return nil, 0, nil, &ManifestError{File: path.Join(dir, chartFile), Err: err}
+		return nil, 0, nil, &render.ManifestError{File: path.Join(dir, ChartFile), Err: err}
 	}
 	opts := common.ReleaseOptions{Name: req.Release, Namespace: req.Namespace, Revision: 1, IsInstall: true}
 	rv, err := cutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, true)
 	if err != nil {
-		return nil, 0, nil, &ManifestError{File: label, Err: fmt.Errorf("values: %w", err)}
+		return nil, 0, nil, &render.ManifestError{File: label, Err: fmt.Errorf("values: %w", err)}
 	}
 	if err := validateSchemas(ch, rv["Values"].(common.Values)); err != nil {
-		return nil, 0, nil, &ManifestError{File: label, Err: err}
+		return nil, 0, nil, &render.ManifestError{File: label, Err: err}
 	}
 	var gen atomic.Int64
 	e := engine.Engine{CustomTemplateFuncs: sealedFuncs(req, &gen)}
 	files, err := e.RenderWithContext(ctx, ch, rv)
 	if err != nil {
-		return nil, 0, nil, &ManifestError{File: label, Err: err}
+		return nil, 0, nil, &render.ManifestError{File: label, Err: err}
 	}
 	for k := range files {
 		if strings.HasSuffix(k, "NOTES.txt") {
@@ -309,17 +311,17 @@ func appliedHook(h *release.Hook) bool {
 
 func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
 
-// helmDocument is one template's output.
-type helmDocument struct {
+// Document is one template's output.
+type Document struct {
 	Source  string // the template, "<chart>/templates/x.yaml"
 	Content []byte
-	Meta    docMeta
+	Meta    DocMeta
 }
 
-// splitHelmOutput reads helmBuild's output back: each template's
+// SplitOutput reads Build's output back: each template's
 // document, and what was left out. A document never holds a "---" line
 // (releaseutil.SortManifests split them), so the separator is unambiguous.
-func splitHelmOutput(out []byte) (docs []helmDocument, chart Chart, crds, hooks []string) {
+func SplitOutput(out []byte) (docs []Document, chart Chart, crds, hooks []string) {
 	const sep = docStart
 	head, rest, found := bytes.Cut(out, []byte(sep))
 	for _, l := range strings.Split(string(head), "\n") {
@@ -336,7 +338,7 @@ func splitHelmOutput(out []byte) (docs []helmDocument, chart Chart, crds, hooks 
 	}
 	for _, part := range bytes.Split(rest, []byte("\n"+sep)) {
 		src, content, _ := bytes.Cut(part, []byte("\n"))
-		d := helmDocument{Source: string(src)}
+		d := Document{Source: string(src)}
 		if meta, rest, ok := bytes.Cut(content, []byte("\n")); ok && bytes.HasPrefix(meta, []byte(metaLine)) {
 			_ = json.Unmarshal(meta[len(metaLine):], &d.Meta)
 			content = rest
@@ -366,7 +368,7 @@ func linkedDirectory(dir, rel, target string) error {
 		name, _, _ := strings.Cut(sub, "/")
 		what = fmt.Sprintf("subchart %s (%s)", strings.TrimSuffix(strings.TrimSuffix(name, ".tgz"), ".tar.gz"), rel)
 	}
-	return &ManifestError{File: path.Join(dir, rel), Err: fmt.Errorf("%s is a symbolic link to the directory %s: recond follows links "+
+	return &render.ManifestError{File: path.Join(dir, rel), Err: fmt.Errorf("%s is a symbolic link to the directory %s: recond follows links "+
 		"to files only, never to a directory; copy the directory there (for a subchart, its files under charts/<name>/ "+
 		"or its packaged .tgz), or link its files one by one", what, target)}
 }
@@ -376,12 +378,12 @@ func linkedDirectory(dir, rel, target string) error {
 // Only apiVersion v1 and v2 application charts are rendered, and every
 // dependency Chart.yaml names must be in the chart's charts/ (nothing is
 // ever downloaded).
-func loadChart(tfs *treeFS, dir string) (*chartv2.Chart, error) {
-	top := abs(dir)
+func loadChart(tfs *render.FS, dir string) (*chartv2.Chart, error) {
+	top := render.Abs(dir)
 	rules := ignore.Empty()
 	if data, err := tfs.ReadFile(path.Join(top, ignore.HelmIgnore)); err == nil {
 		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
-			return nil, &ManifestError{File: path.Join(dir, ignore.HelmIgnore), Err: err}
+			return nil, &render.ManifestError{File: path.Join(dir, ignore.HelmIgnore), Err: err}
 		}
 	}
 	rules.AddDefaults()
@@ -403,19 +405,19 @@ func loadChart(tfs *treeFS, dir string) (*chartv2.Chart, error) {
 		if rules.Ignore(rel, fi) {
 			return nil
 		}
-		data, err := tfs.readFileRaw(p)
+		data, err := tfs.ReadRaw(p)
 		if err != nil {
-			if n, lerr := tfs.lookup(p); lerr == nil && n.file == nil {
-				return linkedDirectory(dir, rel, n.path)
+			if n, lerr := tfs.Lookup(p); lerr == nil && n.File == nil {
+				return linkedDirectory(dir, rel, n.Path)
 			}
 			return err
 		}
-		if base := path.Base(rel); (base == "values.yaml" || base == "values.schema.json") && maybeSOPS(data) &&
+		if base := path.Base(rel); (base == "values.yaml" || base == "values.schema.json") && render.MaybeSOPS(data) &&
 			(sops.Encrypted(sops.YAML, data) || sops.Encrypted(sops.JSON, data) ||
 				sops.Stripped(sops.YAML, data) != nil || sops.Stripped(sops.JSON, data) != nil) {
 			// Helm would render its ciphertext: say where encrypted values go.
-			return &ManifestError{File: path.Join(dir, rel), Err: &DecryptError{File: path.Join(dir, rel), Err: errors.New(
-				"SOPS-encrypted: a chart's own values are read as committed; give encrypted values with --" + FlagHelmValues)}}
+			return &render.ManifestError{File: path.Join(dir, rel), Err: &render.DecryptError{File: path.Join(dir, rel), Err: errors.New(
+				"SOPS-encrypted: a chart's own values are read as committed; give encrypted values with --" + FlagValues)}}
 		}
 		files = append(files, &archive.BufferedFile{Name: rel, Data: bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))})
 		return nil
@@ -425,18 +427,18 @@ func loadChart(tfs *treeFS, dir string) (*chartv2.Chart, error) {
 	}
 	ch, err := loaderv2.LoadFiles(files)
 	if err != nil {
-		return nil, &ManifestError{File: dir, Err: fmt.Errorf("load chart: %w", err)}
+		return nil, &render.ManifestError{File: dir, Err: fmt.Errorf("load chart: %w", err)}
 	}
 	switch ch.Metadata.APIVersion {
 	case chartv2.APIVersionV1, chartv2.APIVersionV2:
 	default:
-		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: fmt.Errorf("chart apiVersion %q is not supported (v1 or v2)", ch.Metadata.APIVersion)}
+		return nil, &render.ManifestError{File: path.Join(dir, ChartFile), Err: fmt.Errorf("chart apiVersion %q is not supported (v1 or v2)", ch.Metadata.APIVersion)}
 	}
 	if t := ch.Metadata.Type; t != "" && t != "application" {
-		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: fmt.Errorf("%s charts are not installable", t)}
+		return nil, &render.ManifestError{File: path.Join(dir, ChartFile), Err: fmt.Errorf("%s charts are not installable", t)}
 	}
 	if err := checkDependencies(ch); err != nil {
-		return nil, &ManifestError{File: path.Join(dir, chartFile), Err: err}
+		return nil, &render.ManifestError{File: path.Join(dir, ChartFile), Err: err}
 	}
 	return ch, nil
 }
@@ -464,32 +466,32 @@ func checkDependencies(ch *chartv2.Chart) error {
 
 // helmValues merges the values files (repository-relative paths) in
 // order, later ones winning, as `helm template -f a -f b` does.
-func helmValues(tfs *treeFS, files []string) (map[string]any, error) {
+func helmValues(tfs *render.FS, files []string) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, f := range files {
-		n, err := tfs.lookup(abs(path.Clean(f)))
+		n, err := tfs.Lookup(render.Abs(path.Clean(f)))
 		var data []byte
 		if err == nil {
 			// A values file may be SOPS-encrypted (decrypt.go).
-			tfs.b.dec.setRole(n.path, roleValues)
-			data, err = tfs.read(n)
+			tfs.Budget().SetRole(n.Path, render.RoleValues)
+			data, err = tfs.Read(n)
 		}
 		if err != nil {
 			var (
-				me *ManifestError
-				de *DecryptError
+				me *render.ManifestError
+				de *render.DecryptError
 			)
 			if errors.As(err, &me) || errors.As(err, &de) {
 				return nil, err
 			}
-			return nil, &ManifestError{File: f, Err: fmt.Errorf("values file (--%s): %w", FlagHelmValues, err)}
+			return nil, &render.ManifestError{File: f, Err: fmt.Errorf("values file (--%s): %w", FlagValues, err)}
 		}
-		if err := tfs.b.inspect(f, data, false); err != nil {
+		if err := tfs.Budget().Inspect(f, data, false); err != nil {
 			return nil, err
 		}
 		cur, err := loaderv2.LoadValues(bytes.NewReader(data))
 		if err != nil {
-			return nil, &ManifestError{File: f, Err: fmt.Errorf("values file (--%s): %w", FlagHelmValues, err)}
+			return nil, &render.ManifestError{File: f, Err: fmt.Errorf("values file (--%s): %w", FlagValues, err)}
 		}
 		vals = loaderv2.MergeMaps(vals, cur)
 	}
@@ -498,7 +500,7 @@ func helmValues(tfs *treeFS, files []string) (map[string]any, error) {
 
 // helmCapabilities is .Capabilities: the API server's version and API
 // versions when known, else what this build knows.
-func helmCapabilities(req helmRequest) (*common.Capabilities, error) {
+func helmCapabilities(req Request) (*common.Capabilities, error) {
 	caps := common.DefaultCapabilities.Copy()
 	if req.KubeVersion != "" {
 		kv, err := common.ParseKubeVersion(req.KubeVersion)
@@ -515,7 +517,7 @@ func helmCapabilities(req helmRequest) (*common.Capabilities, error) {
 
 // sealedFuncs replaces the template functions whose result would depend
 // on something else than the commit: time, randomness, DNS, the cluster.
-func sealedFuncs(req helmRequest, gen *atomic.Int64) template.FuncMap {
+func sealedFuncs(req Request, gen *atomic.Int64) template.FuncMap {
 	fm := repeatableFuncs(req.Seed, req.Now)
 	for name, fn := range generatedOnceFuncs(gen, req.standIns) {
 		fm[name] = fn
@@ -525,20 +527,20 @@ func sealedFuncs(req helmRequest, gen *atomic.Int64) template.FuncMap {
 	return fm
 }
 
-// kustomizeChart renders one of a kustomization's helmCharts entries with
+// KustomizeChart renders one of a kustomization's helmCharts entries with
 // the same engine, bounds and sealing as a chart at --path: the chart is
 // read from the repository (helmGlobals.chartHome), never downloaded. Its
 // output is what `helm template` prints: the objects, the hooks (unless
 // skipHooks; test hooks unless skipTests) and, with includeCRDs, crds/.
-func kustomizeChart(ctx context.Context, tfs *treeFS, base helmRequest, hr sealed.HelmRequest) ([]byte, error) {
+func KustomizeChart(ctx context.Context, tfs *render.FS, base Request, hr sealed.HelmRequest) ([]byte, error) {
 	if base.CapsErr != "" {
 		return nil, errors.New(base.CapsErr)
 	}
-	dir, ok := strings.CutPrefix(path.Clean(hr.ChartDir), mount+"/")
+	dir, ok := strings.CutPrefix(path.Clean(hr.ChartDir), render.Mount+"/")
 	if !ok {
 		return nil, fmt.Errorf("helm chart %s: outside the repository", hr.ChartDir)
 	}
-	if n, err := tfs.lookup(abs(dir)); err != nil || n.tree == nil {
+	if n, err := tfs.Lookup(render.Abs(dir)); err != nil || n.Dir == nil {
 		return nil, fmt.Errorf("helm chart %s: no chart directory there (recond downloads nothing: vendor the chart under helmGlobals.chartHome)", dir)
 	}
 	req := base
@@ -573,8 +575,8 @@ func kustomizeChart(ctx context.Context, tfs *treeFS, base helmRequest, hr seale
 		}
 		fmt.Fprintf(&buf, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
 	}
-	if n := int64(buf.Len()); n > tfs.b.lim.MaxBytes {
-		return nil, newLimitError(LimitBytes, n, tfs.b.lim.MaxBytes, helmLabel(dir))
+	if n := int64(buf.Len()); n > tfs.Budget().Limits().MaxBytes {
+		return nil, render.NewLimitError(render.LimitBytes, n, tfs.Budget().Limits().MaxBytes, Label(dir))
 	}
 	return buf.Bytes(), nil
 }

@@ -1,4 +1,4 @@
-package source
+package render
 
 import (
 	"bytes"
@@ -18,13 +18,14 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/reconcile/source/sops"
 )
 
 // A revision's SOPS-encrypted files are decrypted as they are read, in the
 // render (in its worker process when there is one), with the age keys of
 // Config.SOPSAgeKeysFile, read at every render: see docs/secrets.md. What
-// a file may hold depends on what reads it (fileRole):
+// a file may hold depends on what reads it (Role):
 //
 //   - a manifest (the plain reader's files, a kustomization's resources
 //     and patches): YAML or JSON whose every document is a core/v1
@@ -42,18 +43,23 @@ import (
 // malformed, tampered with or not allowed where it is read, reason auth (an
 // *Error) when no key opens it. Both name the file, never a value.
 
-// fileRole is what a file of the revision is read as; a file read in
+// Role is what a file of the revision is read as; a file read in
 // several ways has each of its roles (a set), and each role's rule holds.
 // An encrypted file without a role (read by what no kustomization entry
 // names: a builtin generator's or transformer's configuration) is refused.
-type fileRole uint8
+type Role uint8
 
+// The roles of a file.
 const (
-	roleManifest  fileRole = 1 << iota // a manifest: only Secrets may be encrypted
-	roleGenerator                      // a secretGenerator's source: secret as a whole
-	roleValues                         // a Helm values file: its encrypted values are secret
-	rolePlain                          // a configMapGenerator's source, a patch: never encrypted
+	RoleManifest  Role = 1 << iota // a manifest: only Secrets may be encrypted
+	RoleGenerator                  // a secretGenerator's source: secret as a whole
+	RoleValues                     // a Helm values file: its encrypted values are secret
+	RolePlain                      // a configMapGenerator's source, a patch: never encrypted
 )
+
+// FlagSOPSAgeKeysFile names the flag of the age keys file (the source's
+// Config.SOPSAgeKeysFile), which errors about the keys name.
+const FlagSOPSAgeKeysFile = "sops-age-keys-file"
 
 // maxKeysFile bounds the keys file (a key is 74 bytes; the render worker
 // reads a request of at most 1 MiB).
@@ -90,8 +96,8 @@ type decryption struct {
 	idsErr  error
 
 	mu       sync.Mutex
-	roles    map[string]fileRole
-	plainWhy map[string]string       // what reads a rolePlain file
+	roles    map[string]Role
+	plainWhy map[string]string       // what reads a RolePlain file
 	opened   map[string]*sops.Result // decrypted files, by repository path and format
 	values   []string                // decrypted values that are secret
 }
@@ -156,19 +162,19 @@ func (d *decryption) identities() ([]age.Identity, error) {
 
 // setRole records that the file at p (a repository path, links resolved)
 // is read as r, besides what it was read as before.
-func (d *decryption) setRole(p string, r fileRole) {
+func (d *decryption) setRole(p string, r Role) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.roles == nil {
-		d.roles = map[string]fileRole{}
+		d.roles = map[string]Role{}
 	}
 	d.roles[p] |= r
 }
 
 // setPlain records that the file at p is read as why, which may not be
-// encrypted (rolePlain).
+// encrypted (RolePlain).
 func (d *decryption) setPlain(p, why string) {
-	d.setRole(p, rolePlain)
+	d.setRole(p, RolePlain)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.plainWhy == nil {
@@ -188,7 +194,7 @@ func (d *decryption) shareWith(n *decryption) {
 	n.roles, n.plainWhy, n.opened = maps.Clone(d.roles), maps.Clone(d.plainWhy), maps.Clone(d.opened)
 }
 
-func (d *decryption) role(p string) (fileRole, string) {
+func (d *decryption) role(p string) (Role, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.roles[p], d.plainWhy[p]
@@ -224,17 +230,17 @@ func (d *decryption) secretValues() []string {
 	return slices.Compact(out)
 }
 
-// maybeSOPS is a cheap look for what a SOPS file holds, whole or in
+// MaybeSOPS is a cheap look for what a SOPS file holds, whole or in
 // part: its metadata's name with its mac or lastmodified, or an encrypted
 // value (sops.MayHold).
-func maybeSOPS(data []byte) bool { return sops.MayHold(data) }
+func MaybeSOPS(data []byte) bool { return sops.MayHold(data) }
 
-// decrypt returns the content of file (a repository path, links resolved)
+// Decrypt returns the content of file (a repository path, links resolved)
 // decrypted when it is SOPS-encrypted, else data itself. Each call checks
 // the file against every role it has then (a later kustomization may read
 // it in another way); the decryption itself is done once per render.
-func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
-	if !maybeSOPS(data) {
+func (b *Budget) Decrypt(file string, data []byte) ([]byte, error) {
+	if !MaybeSOPS(data) {
 		return data, nil
 	}
 	d := &b.dec
@@ -247,14 +253,14 @@ func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
 	// extension); anything else as YAML or JSON whatever the name, as
 	// kustomize and Helm read it.
 	format := byContent
-	if roles == roleGenerator {
+	if roles == RoleGenerator {
 		format = byName
 	}
 	invalid := func(err error) error {
 		return &ManifestError{File: file, Err: &DecryptError{File: file, Err: err}}
 	}
 	if !sops.Encrypted(format, data) {
-		if roles&rolePlain != 0 && sops.Encrypted(byName, data) {
+		if roles&RolePlain != 0 && sops.Encrypted(byName, data) {
 			// Not read as such, but encrypted all the same.
 			return nil, invalid(fmt.Errorf("SOPS-encrypted, but read as %s, which may not be encrypted: "+
 				"a decrypted value must never land in an object that is not a Secret", why))
@@ -267,7 +273,7 @@ func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
 		return data, nil
 	}
 	switch {
-	case roles&rolePlain != 0:
+	case roles&RolePlain != 0:
 		return nil, invalid(fmt.Errorf("SOPS-encrypted, but read as %s, which may not be encrypted: "+
 			"a decrypted value must never land in an object that is not a Secret", why))
 	case roles == 0:
@@ -283,20 +289,20 @@ func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
 		return nil, err
 	}
 	var values []string
-	if roles&roleManifest != 0 {
+	if roles&RoleManifest != 0 {
 		v, err := secretDocuments(res.Plain)
 		if err != nil {
 			return nil, invalid(err)
 		}
 		values = append(values, v...)
 	}
-	if roles&roleValues != 0 {
+	if roles&RoleValues != 0 {
 		values = append(values, res.Values...)
 		for _, v := range res.Values {
-			b.secrets.addGenerated(v)
+			b.secrets.AddGenerated(v)
 		}
 	}
-	if roles&roleGenerator != 0 {
+	if roles&RoleGenerator != 0 {
 		// Marked secret as a whole (checkSecretSources): inspect adds it to
 		// the secret material; as the value of a Secret's key it is secret
 		// wherever it is copied, and so is each value of an env file.
@@ -317,7 +323,7 @@ func (b *budget) decrypt(file string, data []byte) ([]byte, error) {
 }
 
 // open decrypts data (file, in format) once per render.
-func (b *budget) open(file string, format sops.Format, data []byte) (*sops.Result, error) {
+func (b *Budget) open(file string, format sops.Format, data []byte) (*sops.Result, error) {
 	d := &b.dec
 	key := file + "\x00" + format.String()
 	d.mu.Lock()
@@ -328,7 +334,7 @@ func (b *budget) open(file string, format sops.Format, data []byte) (*sops.Resul
 	}
 	if format == sops.YAML || format == sops.JSON {
 		// The encrypted file is bounded like any other before it is parsed.
-		if err := b.inspect(file, data, false); err != nil {
+		if err := b.Inspect(file, data, false); err != nil {
 			var se *syntaxError
 			if !errors.As(err, &se) {
 				return nil, err
@@ -342,10 +348,10 @@ func (b *budget) open(file string, format sops.Format, data []byte) (*sops.Resul
 		if idsErr != nil && !(errors.As(err, &se) && se.Reason == sops.ReasonInvalid) {
 			// Without keys, only what makes the file invalid whatever the
 			// keys (its metadata, its form) is told before the keys are.
-			return nil, &Error{Reason: ReasonAuth, Err: &DecryptError{File: file, Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, idsErr)}}
+			return nil, &reason.Error{Reason: reason.Auth, Err: &DecryptError{File: file, Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, idsErr)}}
 		}
 		if errors.As(err, &se) && se.Reason == sops.ReasonAuth {
-			return nil, &Error{Reason: ReasonAuth, Err: &DecryptError{File: file, Recipients: se.Recipients,
+			return nil, &reason.Error{Reason: reason.Auth, Err: &DecryptError{File: file, Recipients: se.Recipients,
 				Err: fmt.Errorf("%s: SOPS-encrypted: %w", file, err)}}
 		}
 		return nil, &ManifestError{File: file, Err: &DecryptError{File: file, Err: fmt.Errorf("SOPS-encrypted: %w", err)}}
@@ -419,65 +425,56 @@ func safeKind(k string) string {
 	return k
 }
 
-// SensitiveValues are the values a render of sha decrypted that are secret
-// wherever they appear (a Helm values file's encrypted values, which a
-// template may copy into any object; a decrypted Secret's data, which a
-// kustomize replacement may copy), each once; nil when sha is not among
-// the last revisions rendered or decrypted nothing.
-func (s *Source) SensitiveValues(sha string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if at := s.sensitiveOf(sha); at != nil {
-		return at.values
+// ReadKeys reads the age keys file named by file ("" for none): the keys
+// the render decrypts with. A file that cannot be read fails, with reason
+// auth, only the files that need a key.
+func (b *Budget) ReadKeys(file string) { b.dec.readKeys(file) }
+
+// SetKeys gives the render the keys file's content as another process read
+// it (keys, or why it could not: keysErr) and its name.
+func (b *Budget) SetKeys(keys []byte, file string, keysErr error) {
+	b.dec.keys, b.dec.keysFile, b.dec.keysErr = keys, file, keysErr
+}
+
+// Keys is the keys file's content as the render read it, its name, and why
+// it could not be read.
+func (b *Budget) Keys() (keys []byte, file string, keysErr error) {
+	return b.dec.keys, b.dec.keysFile, b.dec.keysErr
+}
+
+// KeysFingerprint identifies the keys the render used: a changed keys file
+// (or a change in whether it can be read) changes it.
+func (b *Budget) KeysFingerprint() [32]byte { return b.dec.fingerprint() }
+
+// SetRole records that the file at p (a repository path, links resolved)
+// is read as r, besides what it was read as before.
+func (b *Budget) SetRole(p string, r Role) { b.dec.setRole(p, r) }
+
+// SetPlain records that the file at p is read as why, which may not be
+// encrypted (RolePlain).
+func (b *Budget) SetPlain(p, why string) { b.dec.setPlain(p, why) }
+
+// SecretValues are the decrypted values that are secret wherever they
+// appear, each once.
+func (b *Budget) SecretValues() []string { return b.dec.secretValues() }
+
+// AddSensitive adds values decrypted elsewhere (a render worker's) to the
+// render's: secret wherever they appear, and never quoted by its errors.
+// More than the render may hold is an error.
+func (b *Budget) AddSensitive(values ...string) error {
+	if err := b.dec.addValues(values...); err != nil {
+		return err
+	}
+	for _, v := range values {
+		b.secrets.AddGenerated(v)
 	}
 	return nil
 }
 
-// KeysChanged reports whether the age keys file differs from what the
-// last render of sha read. The loop renders again on demand (a manual
-// tick) when it does.
-func (s *Source) KeysChanged(sha string) bool {
-	s.mu.Lock()
-	var used *[32]byte
-	if at := s.sensitiveOf(sha); at != nil {
-		used = at.keys
-	}
-	s.mu.Unlock()
-	if used == nil || s.cfg.SOPSAgeKeysFile == "" {
-		return false
-	}
+// KeysFingerprint is the fingerprint of the age keys file named by file
+// as it reads now (Budget.KeysFingerprint of a render that read it).
+func KeysFingerprint(file string) [32]byte {
 	var d decryption
-	d.readKeys(s.cfg.SOPSAgeKeysFile)
-	return d.fingerprint() != *used
-}
-
-// keptRenders is how many revisions' decryptions a Source remembers: two
-// renders may run at once (one abandoned by its tick, one of a newer
-// revision), and neither may lose what the other decrypted.
-const keptRenders = 4
-
-// sensitiveOf is what the last render of sha decrypted, or nil; s.mu held.
-func (s *Source) sensitiveOf(sha string) *sensitiveAt {
-	for i := len(s.sensitive) - 1; i >= 0; i-- {
-		if s.sensitive[i].sha == sha {
-			return &s.sensitive[i]
-		}
-	}
-	return nil
-}
-
-// keepSensitive remembers what a render decrypted; s.mu held.
-func (s *Source) keepSensitive(at sensitiveAt) {
-	s.sensitive = slices.DeleteFunc(s.sensitive, func(o sensitiveAt) bool { return o.sha == at.sha })
-	s.sensitive = append(s.sensitive, at)
-	if n := len(s.sensitive); n > keptRenders {
-		s.sensitive = slices.Delete(s.sensitive, 0, n-keptRenders)
-	}
-}
-
-// sensitiveAt is what a render decrypted.
-type sensitiveAt struct {
-	sha    string
-	values []string
-	keys   *[32]byte // the keys file's fingerprint, when one is configured
+	d.readKeys(file)
+	return d.fingerprint()
 }

@@ -1,4 +1,4 @@
-package source
+package render
 
 import (
 	"fmt"
@@ -7,19 +7,19 @@ import (
 	"unicode/utf8"
 )
 
-// maxErrorText bounds the text of a render's error: what one log line, an
+// MaxErrorText bounds the text of a render's error: what one log line, an
 // Event and the status page hold. A template that includes itself through
 // tpl fails after Helm's thousand nested calls with an error that quotes
 // each of them (hundreds of kilobytes).
-const maxErrorText = 4 << 10
+const MaxErrorText = 4 << 10
 
-// boundError is err with a text of at most about maxErrorText bytes:
+// BoundError is err with a text of at most about MaxErrorText bytes:
 // a chain of nested template calls that repeats is said once with how
 // many times it repeats (the innermost cause kept), and what is still too
 // long loses its middle. The error's type and causes are kept (errors.As
 // finds a *ManifestError at its top, as before).
-func boundError(err error) error {
-	if err == nil || len(err.Error()) <= maxErrorText {
+func BoundError(err error) error {
+	if err == nil || len(err.Error()) <= MaxErrorText {
 		return err
 	}
 	if me, ok := err.(*ManifestError); ok {
@@ -39,13 +39,13 @@ func (e *shortenedError) Error() string { return e.msg }
 func (e *shortenedError) Unwrap() error { return e.err }
 
 // boundText is s with its repeated template call chains collapsed, then
-// cut in the middle to maxErrorText bytes.
+// cut in the middle to MaxErrorText bytes.
 func boundText(s string) string {
 	s = collapseCalls(s)
-	if len(s) <= maxErrorText {
+	if len(s) <= MaxErrorText {
 		return s
 	}
-	head, tail := s[:maxErrorText/2], s[len(s)-maxErrorText/2:]
+	head, tail := s[:MaxErrorText/2], s[len(s)-MaxErrorText/2:]
 	for !utf8.ValidString(head) {
 		head = head[:len(head)-1]
 	}
