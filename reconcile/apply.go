@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,57 +15,245 @@ import (
 
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/inventory"
 	"recond.dev/recond/reconcile/optout"
+	"recond.dev/recond/reconcile/verdict"
+	"recond.dev/recond/reconcile/wave"
 )
 
-// applyOrder ranks kinds so that what others depend on is written first:
-// identities and permissions, then configuration and storage, then the
-// services and workloads that use them, then the rest. Prunes run in reverse.
-var applyOrder = map[string]int{
-	"ServiceAccount": 0, "Role": 1, "RoleBinding": 2,
-	"ConfigMap": 3, "Secret": 3, "PersistentVolumeClaim": 4, "Service": 5,
-	"Deployment": 6, "StatefulSet": 6, "DaemonSet": 6, "ReplicaSet": 6, "Job": 6, "CronJob": 6, "Pod": 6,
-}
-
-func rank(kind string) int {
-	if r, ok := applyOrder[kind]; ok {
-		return r
+// apply writes what the diff found. The write gate's list first says
+// whether the tick writes objects at all (gate.go: a dry run validates
+// and stops, a suspension and self-heal off report the differences); then
+// every object it will write is validated with a server-side dry run, so
+// an object the server rejects fails the phase before anything is written.
+// Writes go wave by wave in dependency order (reconcile/wave), the objects
+// of one wave concurrently (Config.ApplyConcurrency); prunes run only after
+// every write succeeded, waves in reverse order.
+func (t *tick) apply(ctx context.Context) (err error) {
+	st := t.st
+	writes, deletes := wave.Order(st.Changes)
+	owned := t.owned()
+	defer t.applied(ctx, owned, &err)
+	inv, err := inventoryStore{t.r}.load(ctx, st)
+	if err != nil {
+		return err
 	}
-	return 7
-}
-
-func byDependency(a, b diff.Change) int {
-	if d := rank(a.Kind) - rank(b.Kind); d != 0 {
-		return d
-	}
-	if a.Kind != b.Kind {
-		if a.Kind < b.Kind {
-			return -1
+	if !t.r.cfg.DryRun {
+		// A lost inventory is rewritten whatever the rest of the tick does.
+		if err := (inventoryStore{t.r}).repair(ctx, inv); err != nil {
+			return err
 		}
-		return 1
 	}
-	if a.Name < b.Name {
-		return -1
-	} else if a.Name > b.Name {
-		return 1
+	h, err := t.hold(ctx, inv)
+	if err != nil || h != nil && !h.validate {
+		return t.held(ctx, h, err)
 	}
-	return 0
+	if writes, err = t.validate(ctx, writes); err != nil || h != nil {
+		return err
+	}
+	// A revision's pre-hooks run (and succeed) before anything of it is
+	// written; while one runs, the tick writes nothing more.
+	if ok, err := t.r.hooksBefore(ctx, st); !ok || err != nil {
+		return err
+	}
+	if err := t.recordKinds(ctx, writes, inv, owned); err != nil {
+		return err
+	}
+	if err := t.inWaves(ctx, writes, t.write, func(c diff.Change, o outcome) { t.wrote(c, o, owned) }); err != nil {
+		return err
+	}
+	if err := t.inWaves(ctx, deletes, t.prune, func(c diff.Change, o outcome) { t.pruned(c, o, owned) }); err != nil {
+		return err
+	}
+	if err := t.orphan(ctx, owned); err != nil {
+		return err
+	}
+	next := nextInventory(st, owned)
+	if err := (inventoryStore{t.r}).save(ctx, next); err != nil {
+		return err
+	}
+	st.inv = next
+	st.RevisionApplied = inv.Revision != st.Revision
+	// Post-hooks run once the revision was applied in full and a tick
+	// found it healthy.
+	return t.r.hooksAfter(ctx, st)
 }
 
-// waves splits changes sorted by dependency into runs of the same rank:
-// the objects of a wave do not depend on each other and are written
-// concurrently; a wave starts when the one before it has been written.
-func waves(cs []diff.Change) [][]diff.Change {
-	var out [][]diff.Change
-	for i := 0; i < len(cs); {
-		j := i + 1
-		for j < len(cs) && rank(cs[j].Kind) == rank(cs[i].Kind) {
-			j++
+// owned are the live objects this instance owns, by objectKey, as the
+// apply goes (none on a quiet tick, which writes nothing).
+func (t *tick) owned() map[string]bool {
+	owned := map[string]bool{}
+	if t.st.quiet == nil {
+		for _, l := range t.st.Live {
+			if ownedBy(l.GetLabels(), t.r.cfg.Name) {
+				owned[objectKey(l)] = true
+			}
 		}
-		out = append(out, cs[i:j:j])
-		i = j
 	}
-	return out
+	return owned
+}
+
+// applied ends the apply phase: what the tick meant to write and never
+// attempted (it stopped at a refusal, a failure or a stop), for a partial
+// apply's report; a suspension made while the tick wrote, which stopped it
+// where it was (what it did not write is reported as differences, not as a
+// failure); and the objects recond owns after the tick.
+func (t *tick) applied(ctx context.Context, owned map[string]bool, errp *error) {
+	st, err := t.st, *errp
+	if err != nil && !t.r.cfg.DryRun {
+		st.Counts.NotWritten = max(len(st.Changes)-len(st.Ops), 0)
+	}
+	var se *SuspendedError
+	if errors.As(err, &se) {
+		st.suspension.Active = se.Suspension
+		st.Counts.NotWritten = max(len(st.Changes)-len(st.Ops), 0)
+		t.r.log.InfoContext(ctx, "suspended while writing: the tick stopped writing", "written", len(st.Ops),
+			"not_written", st.Counts.NotWritten, "by", se.Suspension.By, "reason", se.Suspension.Reason)
+		*errp = nil
+	}
+	if q := st.quiet; q != nil {
+		st.Counts.Managed = q.managed
+	} else {
+		st.Counts.Managed = len(owned)
+	}
+}
+
+// hold is why the tick writes no object (nil: it writes): the answer of
+// the write gate's list (gate.go), or a quiet tick, which has nothing to
+// write and whose inventory is what the last full tick saved.
+func (t *tick) hold(ctx context.Context, inv *inventory.Inventory) (*hold, error) {
+	h, err := holds(ctx, t, inv)
+	if err == nil && h == nil && t.st.quiet != nil {
+		h = &hold{rule: "quiet", postHooks: true}
+	}
+	return h, err
+}
+
+// held ends an apply that a hold (or err) keeps from writing: the
+// revision's post-hooks still run when the hold lets them.
+func (t *tick) held(ctx context.Context, h *hold, err error) error {
+	if err != nil || !h.postHooks {
+		return err
+	}
+	return t.r.hooksAfter(ctx, t.st)
+}
+
+// recordKinds records the kinds about to be written before writing them,
+// with the revision still the last one applied in full: if this tick
+// stops half way, the next one still lists (and can prune) what it wrote.
+func (t *tick) recordKinds(ctx context.Context, writes []diff.Change, inv *inventory.Inventory, owned map[string]bool) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	pre := nextInventory(t.st, owned)
+	pre.Revision = inv.Revision
+	for _, k := range inv.Kinds {
+		pre.Add(k)
+	}
+	return inventoryStore{t.r}.save(ctx, pre)
+}
+
+// inWaves makes changes (sorted by dependency) wave by wave
+// (reconcile/wave), each wave's calls at once (inWave); before each wave
+// the suspension is read again. record merges each call that ran into the
+// State, in the changes' order.
+func (t *tick) inWaves(ctx context.Context, changes []diff.Change, fn func(context.Context, diff.Change) outcome, record func(diff.Change, outcome)) error {
+	for _, w := range wave.Split(changes) {
+		if err := t.recheckSuspension(ctx); err != nil {
+			return err
+		}
+		results, err := t.inWave(ctx, w, fn)
+		for i, o := range results {
+			if o.ran {
+				record(w[i], o)
+			}
+		}
+		if err != nil {
+			return writeFailed(t.st, err)
+		}
+	}
+	return nil
+}
+
+// write applies one create or update (or recreates the object).
+func (t *tick) write(ctx context.Context, c diff.Change) outcome {
+	octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(c.Action)))
+	var out *unstructured.Unstructured
+	var err error
+	if t.st.recreating(c.Desired) {
+		out, err = t.r.recreate(octx, c)
+	} else {
+		out, err = t.r.kube.ApplyFor(octx, cluster.Write{Purpose: cluster.PurposeApply, Object: c.Desired}, c.Live)
+	}
+	endSpan(span, err)
+	return outcome{out: out, err: err}
+}
+
+// wrote records a write's outcome.
+func (t *tick) wrote(c diff.Change, o outcome, owned map[string]bool) {
+	st := t.st
+	op := Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took,
+		APIVersion: c.Desired.GetAPIVersion(), Fields: fieldPaths(c), Recreated: st.recreating(c.Desired)}
+	switch {
+	case o.out != nil:
+		op.UID, op.ResourceVersion = o.out.GetUID(), o.out.GetResourceVersion()
+	case c.Live != nil:
+		op.UID, op.ResourceVersion = c.Live.GetUID(), c.Live.GetResourceVersion()
+	}
+	st.Ops = append(st.Ops, op)
+	if o.err != nil {
+		st.Counts.Refused++
+		return
+	}
+	st.wrote = true
+	st.applied(c.Desired, o.out)
+	// What the server made of the desired object is, by definition, what
+	// applying it gives.
+	t.r.mem.created(c.Desired, o.out)
+	owned[objectKey(c.Desired)] = true
+	if c.Action == diff.Create {
+		st.Counts.Created++
+	} else {
+		st.Counts.Updated++
+	}
+}
+
+// prune deletes one owned object that left Git.
+func (t *tick) prune(ctx context.Context, c diff.Change) outcome {
+	octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(diff.Delete)))
+	err := t.r.kube.Prune(octx, c.Live)
+	if apierrors.IsConflict(err) {
+		// Changed since observed: its watch event is on the way, and the
+		// next tick judges it again.
+		span.SetAttributes(attribute.Bool("recond.prune.deferred", true))
+		endSpan(span, nil)
+		return outcome{changed: true}
+	}
+	endSpan(span, err)
+	return outcome{err: err}
+}
+
+// pruned records a prune's outcome.
+func (t *tick) pruned(c diff.Change, o outcome, owned map[string]bool) {
+	st := t.st
+	if o.changed {
+		st.Deferred = append(st.Deferred, refOf(c.Live))
+		st.Counts.Deferred++
+		return
+	}
+	st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: o.err, Duration: o.took,
+		APIVersion: c.Live.GetAPIVersion(), UID: c.Live.GetUID(), ResourceVersion: c.Live.GetResourceVersion()})
+	if o.err != nil {
+		st.Counts.Refused++
+		return
+	}
+	st.wrote = true
+	t.r.mem.forget(c.Live)
+	// The kind stays in the inventory for one more tick: an object a
+	// finalizer holds is still there, terminating, and must be seen.
+	st.pruned = append(st.pruned, c.Live.GroupVersionKind())
+	delete(owned, objectKey(c.Live))
+	st.Counts.Pruned++
 }
 
 // outcome is what one call made for a change returned.
@@ -90,8 +277,8 @@ type outcome struct {
 // failure in the changes' order, else the stop. The callers merge the
 // results into the State in that order, so Ops and counts come out the same
 // whatever the concurrency.
-func (r *Reconciler) inWave(ctx context.Context, st *State, changes []diff.Change, fn func(context.Context, diff.Change) outcome) ([]outcome, error) {
-	n := max(r.cfg.ApplyConcurrency, 1)
+func (t *tick) inWave(ctx context.Context, changes []diff.Change, fn func(context.Context, diff.Change) outcome) ([]outcome, error) {
+	n := max(t.r.cfg.ApplyConcurrency, 1)
 	results := make([]outcome, len(changes))
 	slots := make(chan struct{}, n)
 	var (
@@ -104,18 +291,10 @@ func (r *Reconciler) inWave(ctx context.Context, st *State, changes []diff.Chang
 		if failed.Load() {
 			break
 		}
-		// Before every call, not once per wave: a process that stopped
-		// holding the Lease mid-wave writes nothing more (checked first: a
-		// lost Lease also stops the loop, and is the reason).
-		if err := r.mayWrite(); err != nil {
-			stopErr = err
-			break
-		}
-		if err := st.stopped(); err != nil {
-			stopErr = err
-			break
-		}
-		if err := r.suspendedNow(); err != nil {
+		// Before every call, not once per wave: the gate's rules of the
+		// process's state (gate.go) and the tick's stop, whose answers may
+		// change while the wave runs.
+		if err := beforeCall(t); err != nil {
 			stopErr = err
 			break
 		}
@@ -141,46 +320,6 @@ func (r *Reconciler) inWave(ctx context.Context, st *State, changes []diff.Chang
 	return results, stopErr
 }
 
-// errNotWriter marks a write refused because this process may not write
-// for its instance now (Config.MayWrite): another process holds the Lease,
-// or it is gone. Classify reports it as ReasonConflict.
-var errNotWriter = errors.New("refused to write: this process does not hold the instance's Lease")
-
-// mayWrite asks Config.MayWrite whether this process may write now.
-func (r *Reconciler) mayWrite() error {
-	if r.cfg.MayWrite == nil || r.cfg.DryRun {
-		return nil
-	}
-	if err := r.cfg.MayWrite(); err != nil {
-		return fmt.Errorf("%w (nothing more written, nothing pruned): %w", errNotWriter, err)
-	}
-	return nil
-}
-
-// holdForSuspension reads the suspension again before a tick that would
-// write, and settles its annotations: a suspension stops the very next
-// write, and a resume lets the very next tick heal.
-func (r *Reconciler) holdForSuspension(ctx context.Context, st *State) error {
-	// Before anything is written (objects, orphans, hooks, the
-	// suspension's own annotations), from the API server: the reading at
-	// the tick's start may be older than a render, or than the watch
-	// cache's news; a suspension made, or lifted, a moment ago counts. A
-	// tick with nothing to write asks nothing.
-	if !st.suspensionRead || len(st.Changes) > 0 || len(st.Orphans) > 0 || len(st.Hooks) > 0 || st.suspension.Stale {
-		if err := (suspensionStore{r}).fresh(ctx, st); err != nil {
-			return err
-		}
-	}
-	if err := (suspensionStore{r}).settle(ctx, st); err != nil {
-		return err
-	}
-	if s := st.suspension.Active; s != nil && len(st.Changes) > 0 {
-		r.log.InfoContext(ctx, "suspended: differences left as they are", "differences", len(st.Changes),
-			"by", s.By, "reason", s.Reason, "until", s.Until.UTC().Format(time.RFC3339))
-	}
-	return nil
-}
-
 // call runs fn, turning a panic into an error: the phase's own recovery
 // does not reach another goroutine.
 func call(ctx context.Context, c diff.Change, fn func(context.Context, diff.Change) outcome) (o outcome) {
@@ -192,225 +331,11 @@ func call(ctx context.Context, c diff.Change, fn func(context.Context, diff.Chan
 	return fn(ctx, c)
 }
 
-// apply writes what the diff found. Every object it will write is first
-// validated with a server-side dry run, so an object the server rejects fails
-// the phase before anything is written. Writes go wave by wave in dependency
-// order, the objects of one wave concurrently (Config.ApplyConcurrency);
-// prunes run only after every write succeeded, waves in reverse order.
-func (r *Reconciler) apply(ctx context.Context, st *State) (err error) {
-	var writes, deletes []diff.Change
-	for _, c := range st.Changes {
-		if c.Action == diff.Delete {
-			deletes = append(deletes, c)
-		} else {
-			writes = append(writes, c)
-		}
-	}
-	slices.SortStableFunc(writes, byDependency)
-	slices.SortStableFunc(deletes, func(a, b diff.Change) int { return byDependency(b, a) })
-
-	owned := map[string]bool{}
-	if q := st.quiet; q != nil {
-		defer func() { st.Counts.Managed = q.managed }()
-	} else {
-		for _, l := range st.Live {
-			if ownedBy(l.GetLabels(), r.cfg.Name) {
-				owned[objectKey(l)] = true
-			}
-		}
-		defer func() { st.Counts.Managed = len(owned) }()
-	}
-	// A suspension made while the tick writes stops it where it is: what
-	// it did not write is reported as differences, not as a failure.
-	defer func() {
-		var se *SuspendedError
-		if errors.As(err, &se) {
-			st.suspension.Active = se.Suspension
-			st.Counts.NotWritten = max(len(st.Changes)-len(st.Ops), 0)
-			r.log.InfoContext(ctx, "suspended while writing: the tick stopped writing", "written", len(st.Ops),
-				"not_written", st.Counts.NotWritten, "by", se.Suspension.By, "reason", se.Suspension.Reason)
-			err = nil
-		}
-	}()
-	// What the tick meant to write and never attempted (the apply stopped
-	// at a refusal, a failure or a stop), for a partial apply's report.
-	defer func() {
-		if err != nil && !r.cfg.DryRun {
-			st.Counts.NotWritten = max(len(st.Changes)-len(st.Ops), 0)
-		}
-	}()
-
-	inv, err := r.loadInventory(ctx, st)
-	if err != nil {
-		return err
-	}
-	if !r.cfg.DryRun {
-		// A lost inventory is rewritten whatever the rest of the tick does.
-		if err := r.repairInventory(ctx, inv); err != nil {
-			return err
-		}
-	}
-
-	if !r.cfg.DryRun {
-		if err := r.holdForSuspension(ctx, st); err != nil || st.suspension.Active != nil {
-			// Suspended: differences are reported, nothing is written,
-			// pruned or healed, no hook runs.
-			return err
-		}
-	}
-	if !r.cfg.DryRun && !r.cfg.SelfHeal && st.Revision == inv.Revision {
-		// Self-heal is off and Git has not moved: report the drift only
-		// (the revision's post-hooks still run once it is healthy).
-		return r.hooksAfter(ctx, st)
-	}
-	if st.quiet != nil {
-		// A quiet tick has nothing to write, and the inventory is what the
-		// last full tick saved.
-		return r.hooksAfter(ctx, st)
-	}
-	if len(writes) > 0 {
-		vctx, span := startSpan(ctx, "recond.validate", attribute.Int("recond.objects.count", len(writes)))
-		writes, err = r.validate(vctx, st, writes)
-		endSpan(span, err)
-		if err != nil {
-			return err
-		}
-	}
-	if r.cfg.DryRun {
-		return nil
-	}
-	// A revision's pre-hooks run (and succeed) before anything of it is
-	// written; while one runs, the tick writes nothing more.
-	if ok, err := r.hooksBefore(ctx, st); !ok || err != nil {
-		return err
-	}
-	// Record the kinds about to be written before writing them, with the
-	// revision still the last one applied in full: if this tick stops half
-	// way, the next one still lists (and can prune) what it wrote.
-	if len(writes) > 0 {
-		pre := nextInventory(st, owned)
-		pre.Revision = inv.Revision
-		for _, k := range inv.Kinds {
-			pre.add(k)
-		}
-		if err := r.saveInventory(ctx, pre); err != nil {
-			return err
-		}
-	}
-	for _, wave := range waves(writes) {
-		if err := r.recheckSuspension(ctx, st); err != nil {
-			return err
-		}
-		results, err := r.inWave(ctx, st, wave, func(ctx context.Context, c diff.Change) outcome {
-			octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(c.Action)))
-			var out *unstructured.Unstructured
-			var err error
-			if st.recreating(c.Desired) {
-				out, err = r.recreate(octx, c)
-			} else {
-				out, err = r.kube.ApplyFor(octx, cluster.Write{Purpose: cluster.PurposeApply, Object: c.Desired}, c.Live)
-			}
-			endSpan(span, err)
-			return outcome{out: out, err: err}
-		})
-		for i, o := range results {
-			if !o.ran {
-				continue
-			}
-			c := wave[i]
-			op := Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took,
-				APIVersion: c.Desired.GetAPIVersion(), Fields: fieldPaths(c), Recreated: st.recreating(c.Desired)}
-			switch {
-			case o.out != nil:
-				op.UID, op.ResourceVersion = o.out.GetUID(), o.out.GetResourceVersion()
-			case c.Live != nil:
-				op.UID, op.ResourceVersion = c.Live.GetUID(), c.Live.GetResourceVersion()
-			}
-			st.Ops = append(st.Ops, op)
-			if o.err != nil {
-				st.Counts.Refused++
-				continue
-			}
-			st.wrote = true
-			st.applied(c.Desired, o.out)
-			// What the server made of the desired object is, by definition,
-			// what applying it gives.
-			r.equivalent.remember(c.Desired, o.out, verdictWritten)
-			r.validated.done(c.Desired)
-			owned[objectKey(c.Desired)] = true
-			if c.Action == diff.Create {
-				st.Counts.Created++
-			} else {
-				st.Counts.Updated++
-			}
-		}
-		if err != nil {
-			return writeFailed(st, err)
-		}
-	}
-	for _, wave := range waves(deletes) {
-		if err := r.recheckSuspension(ctx, st); err != nil {
-			return err
-		}
-		results, err := r.inWave(ctx, st, wave, func(ctx context.Context, c diff.Change) outcome {
-			octx, span := startSpan(ctx, "recond.apply.object", kindAttr(c.Kind), attribute.String("k8s.name", c.Name), attribute.String("recond.action", string(diff.Delete)))
-			err := r.kube.Prune(octx, c.Live)
-			if apierrors.IsConflict(err) {
-				// Changed since observed: its watch event is on the way,
-				// and the next tick judges it again.
-				span.SetAttributes(attribute.Bool("recond.prune.deferred", true))
-				endSpan(span, nil)
-				return outcome{changed: true}
-			}
-			endSpan(span, err)
-			return outcome{err: err}
-		})
-		for i, o := range results {
-			if !o.ran {
-				continue
-			}
-			c := wave[i]
-			if o.changed {
-				st.Deferred = append(st.Deferred, refOf(c.Live))
-				st.Counts.Deferred++
-				continue
-			}
-			st.Ops = append(st.Ops, Operation{Kind: c.Kind, Name: c.Name, Action: diff.Delete, Err: o.err, Duration: o.took,
-				APIVersion: c.Live.GetAPIVersion(), UID: c.Live.GetUID(), ResourceVersion: c.Live.GetResourceVersion()})
-			if o.err != nil {
-				st.Counts.Refused++
-				continue
-			}
-			st.wrote = true
-			r.equivalent.forget(c.Live)
-			// The kind stays in the inventory for one more tick: an object a
-			// finalizer holds is still there, terminating, and must be seen.
-			st.pruned = append(st.pruned, c.Live.GroupVersionKind())
-			delete(owned, objectKey(c.Live))
-			st.Counts.Pruned++
-		}
-		if err != nil {
-			return writeFailed(st, err)
-		}
-	}
-	if err := r.orphan(ctx, st, owned); err != nil {
-		return err
-	}
-	next := nextInventory(st, owned)
-	if err := r.saveInventory(ctx, next); err != nil {
-		return err
-	}
-	st.inv = next
-	st.RevisionApplied = inv.Revision != st.Revision
-	// Post-hooks run once the revision was applied in full and a tick
-	// found it healthy.
-	return r.hooksAfter(ctx, st)
-}
-
 // orphan removes recond's labels and provenance annotations from the owned
 // objects that left Git with recond.dev/prune: disabled: they are no
 // longer recond's, and never pruned.
-func (r *Reconciler) orphan(ctx context.Context, st *State, owned map[string]bool) error {
+func (t *tick) orphan(ctx context.Context, owned map[string]bool) error {
+	r, st := t.r, t.st
 	for _, l := range st.Orphans {
 		if err := st.stopped(); err != nil {
 			return err
@@ -425,7 +350,7 @@ func (r *Reconciler) orphan(ctx context.Context, st *State, owned map[string]boo
 			return fmt.Errorf("orphan %s/%s (recond.dev/prune: disabled): %w", l.GetKind(), l.GetName(), err)
 		}
 		st.wrote = true
-		r.equivalent.forget(l)
+		r.mem.forget(l)
 		delete(owned, objectKey(l))
 		st.Orphaned = append(st.Orphaned, refOf(l))
 		st.Counts.Orphaned++
@@ -470,13 +395,25 @@ func fieldPaths(c diff.Change) []string {
 // writes that would change something: an update whose dry-run result equals
 // the live object is a difference only the local comparison sees (a
 // normalisation gap), remembered as equivalent and not written.
-func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Change) ([]diff.Change, error) {
+func (t *tick) validate(ctx context.Context, writes []diff.Change) ([]diff.Change, error) {
+	if len(writes) == 0 {
+		return writes, nil
+	}
+	vctx, span := startSpan(ctx, "recond.validate", attribute.Int("recond.objects.count", len(writes)))
+	kept, err := t.dryRun(vctx, writes)
+	endSpan(span, err)
+	return kept, err
+}
+
+// dryRun is validate's work, in its span.
+func (t *tick) dryRun(ctx context.Context, writes []diff.Change) ([]diff.Change, error) {
+	r, st := t.r, t.st
 	opts := r.diffOptions()
 	opts.Sensitive = st.sensitive
 	// A create the server accepted in an earlier tick's dry run, unchanged
 	// in Git since, is not validated again: a first sync of thousands of
 	// objects that a tick timeout cut short goes on where it stopped.
-	r.validated.expire()
+	r.mem.expireAccepted()
 	var check []diff.Change
 	local := map[*unstructured.Unstructured]error{}
 	for _, c := range writes {
@@ -486,13 +423,13 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 			local[c.Desired] = err
 			continue
 		}
-		if c.Action != diff.Create || !r.validated.holds(c.Desired, r.equivalent) {
+		if c.Action != diff.Create || !r.mem.accepted(c.Desired) {
 			check = append(check, c)
 		}
 	}
 	// The dry runs are independent of each other: all of them, every wave,
 	// run in one bounded pool before the first write.
-	results, err := r.inWave(ctx, st, check, func(ctx context.Context, c diff.Change) outcome {
+	results, err := t.inWave(ctx, check, func(ctx context.Context, c diff.Change) outcome {
 		out, err := r.kube.Apply(ctx, c.Desired, true)
 		if c.Action != diff.Update {
 			// Only an update's result is compared (below); a first sync
@@ -503,7 +440,7 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 	})
 	for i, c := range check {
 		if results[i].ran && results[i].err == nil && c.Action == diff.Create {
-			r.validated.add(c.Desired, r.equivalent)
+			r.mem.accept(c.Desired)
 		}
 	}
 	var suspended *SuspendedError
@@ -575,7 +512,7 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 	kept := writes[:0:0]
 	for _, c := range writes {
 		if c.Action == diff.Update && !st.recreating(c.Desired) && len(diff.Equivalent(out[c.Desired], c.Live, opts)) == 0 {
-			r.equivalent.remember(c.Desired, c.Live, verdictServer)
+			r.mem.remember(c.Desired, c.Live, verdict.Server)
 			st.dropChange(c)
 			st.Equivalent = append(st.Equivalent, c.Kind+"/"+c.Name)
 			st.Counts.Equivalent++
@@ -586,82 +523,29 @@ func (r *Reconciler) validate(ctx context.Context, st *State, writes []diff.Chan
 	return kept, nil
 }
 
-// validatedCreates remembers, by object and desired hash, the creates the
-// server accepted in a dry run. Safe for concurrent use.
-// A dry run's verdict is trusted for validatedFor only: admission, quotas
-// and schemas change.
-type validatedCreates struct {
-	mu sync.Mutex
-	m  map[string]validation
-}
-
-type validation struct {
-	hash string
-	at   time.Time
-}
-
-const validatedFor = 10 * time.Minute
-
-func (v *validatedCreates) add(desired *unstructured.Unstructured, e *equivalence) {
-	h := e.hashOf(desired)
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.m == nil {
-		v.m = map[string]validation{}
-	}
-	v.m[objectKey(desired)] = validation{hash: h, at: time.Now()}
-}
-
-// expire forgets the verdicts older than validatedFor; once per validation,
-// not per object.
-func (v *validatedCreates) expire() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for k, old := range v.m {
-		if time.Since(old.at) > validatedFor {
-			delete(v.m, k)
-		}
-	}
-}
-
-func (v *validatedCreates) holds(desired *unstructured.Unstructured, e *equivalence) bool {
-	h := e.hashOf(desired)
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	got, ok := v.m[objectKey(desired)]
-	return ok && h != "" && got.hash == h && time.Since(got.at) <= validatedFor
-}
-
-// done forgets a create once written.
-func (v *validatedCreates) done(desired *unstructured.Unstructured) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.m, objectKey(desired))
-}
-
 // nextInventory keeps every kind Git names, every kind of which this
 // instance still owns an object and every recorded kind the server does not
 // serve now, and records the revision as applied.
-func nextInventory(st *State, owned map[string]bool) *inventory {
-	inv := &inventory{Revision: st.Revision}
+func nextInventory(st *State, owned map[string]bool) *inventory.Inventory {
+	inv := &inventory.Inventory{Revision: st.Revision}
 	if st.inv != nil && len(st.Hooks) > 0 {
 		// A revision without hooks forgets the last one's: going back to
 		// it later runs its hooks again, as a new revision would.
-		inv.Hooks = st.inv.Hooks.clone()
+		inv.Hooks = st.inv.Hooks.Clone()
 	}
 	for _, d := range st.Desired {
-		inv.add(d.GroupVersionKind())
+		inv.Add(d.GroupVersionKind())
 	}
 	for _, l := range st.Live {
 		if owned[objectKey(l)] {
-			inv.add(l.GroupVersionKind())
+			inv.Add(l.GroupVersionKind())
 		}
 	}
 	for _, k := range st.unserved {
-		inv.add(k)
+		inv.Add(k)
 	}
 	for _, k := range st.pruned {
-		inv.add(k)
+		inv.Add(k)
 	}
 	return inv
 }

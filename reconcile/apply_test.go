@@ -4,50 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"recond.dev/recond/reconcile/diff"
 )
-
-func TestWavesGroupChangesOfOneRank(t *testing.T) {
-	changes := []diff.Change{
-		{Kind: "Deployment", Name: "a"}, {Kind: "ConfigMap", Name: "b"}, {Kind: "Widget", Name: "w"},
-		{Kind: "ServiceAccount", Name: "s"}, {Kind: "Secret", Name: "c"}, {Kind: "ConfigMap", Name: "a"},
-		{Kind: "StatefulSet", Name: "a"}, {Kind: "Role", Name: "r"},
-	}
-	sortByDependency(changes)
-	var got [][]string
-	for _, w := range waves(changes) {
-		var names []string
-		for _, c := range w {
-			names = append(names, c.Kind+"/"+c.Name)
-		}
-		got = append(got, names)
-	}
-	want := [][]string{
-		{"ServiceAccount/s"}, {"Role/r"},
-		{"ConfigMap/a", "ConfigMap/b", "Secret/c"},
-		{"Deployment/a", "StatefulSet/a"},
-		{"Widget/w"},
-	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("waves (-want +got):\n%s", d)
-	}
-	if w := waves(nil); len(w) != 0 {
-		t.Errorf("waves(nil) = %v", w)
-	}
-}
-
-func sortByDependency(cs []diff.Change) {
-	slices.SortStableFunc(cs, byDependency)
-}
 
 // inWave runs at most ApplyConcurrency calls at once, every one of them
 // when nothing fails, and returns each result at its change's index.
@@ -64,7 +28,7 @@ func TestInWaveBoundsConcurrency(t *testing.T) {
 			var now, peak atomic.Int32
 			reached := make(chan struct{})
 			var once sync.Once
-			results, err := r.inWave(context.Background(), st, changes, func(_ context.Context, c diff.Change) outcome {
+			results, err := (&tick{r: r, st: st}).inWave(context.Background(), changes, func(_ context.Context, c diff.Change) outcome {
 				n := now.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
@@ -102,7 +66,7 @@ func TestInWaveStopsLaunchingAfterAFailure(t *testing.T) {
 	changes := numbered(40)
 	var mu sync.Mutex
 	started := map[string]bool{}
-	results, err := r.inWave(context.Background(), st, changes, func(_ context.Context, c diff.Change) outcome {
+	results, err := (&tick{r: r, st: st}).inWave(context.Background(), changes, func(_ context.Context, c diff.Change) outcome {
 		mu.Lock()
 		started[c.Name] = true
 		mu.Unlock()
@@ -139,7 +103,7 @@ func TestInWaveStopLetsInFlightFinish(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	st := newTestState(ctx)
 	var done atomic.Int32
-	results, err := r.inWave(context.Background(), st, numbered(30), func(_ context.Context, c diff.Change) outcome {
+	results, err := (&tick{r: r, st: st}).inWave(context.Background(), numbered(30), func(_ context.Context, c diff.Change) outcome {
 		if c.Name == "00" {
 			stop()
 		}
@@ -167,7 +131,7 @@ func TestInWaveStopLetsInFlightFinish(t *testing.T) {
 // A panic in a call is an error of that call, not a crash.
 func TestInWavePanicIsAnError(t *testing.T) {
 	r := &Reconciler{cfg: Config{ApplyConcurrency: 2}}
-	_, err := r.inWave(context.Background(), newTestState(context.Background()), numbered(3), func(_ context.Context, c diff.Change) outcome {
+	_, err := (&tick{r: r, st: newTestState(context.Background())}).inWave(context.Background(), numbered(3), func(_ context.Context, c diff.Change) outcome {
 		if c.Name == "01" {
 			panic("boom")
 		}

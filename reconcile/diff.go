@@ -2,12 +2,8 @@ package reconcile
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"slices"
-	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +13,8 @@ import (
 	"recond.dev/recond/internal/revision"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/verdict"
+	"recond.dev/recond/reconcile/wave"
 )
 
 // diffOptions are the diff's rules for recond: what recond owns is what its
@@ -35,7 +33,8 @@ var diffOptions = diff.Options{Manager: cluster.FieldManager, IgnoreAnnotations:
 // is terminating: it is neither written nor deleted again until it is gone.
 // An update the server has already shown to change nothing (same desired
 // object, same live resourceVersion) is not an update.
-func (r *Reconciler) diff(ctx context.Context, st *State) error {
+func (t *tick) diff(ctx context.Context) error {
+	r, st := t.r, t.st
 	if len(st.Desired) == 0 && !r.cfg.AllowEmpty {
 		return Invalidf("no objects in Git at %s under path %q: refusing to treat an empty desired state as \"delete everything\"; check --path, or pass --allow-empty if the namespace should really be emptied", shortSHA(st.Revision), r.cfg.Path)
 	}
@@ -46,14 +45,14 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 		st.Counts.Skipped, st.Counts.Equivalent = len(q.skipped), len(q.equivalent)
 		return nil
 	}
-	r.prepareTypes(ctx, st)
+	t.prepareTypes(ctx)
 	opts := r.diffOptions()
 	opts.Sensitive = st.sensitive
-	r.equivalent.at(st.Revision)
-	desired, live := r.unsettled(st)
+	r.mem.verdictsAt(st.Revision)
+	desired, live := t.unsettled()
 	desired, live = optOuts(st, desired, live)
 	for _, m := range st.misspelt {
-		if _, said := r.misspelt.LoadOrStore(m, true); !said {
+		if r.mem.firstWarning(m) {
 			r.log.WarnContext(ctx, "opt-out annotation on a live object with a value recond does not know: ignored", "annotation", m)
 		}
 	}
@@ -82,15 +81,15 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 			st.Terminating = append(st.Terminating, c.Kind+"/"+c.Name)
 			continue
 		}
-		if c.Action == diff.Update && r.writtenAs(c) {
+		if c.Action == diff.Update && r.mem.writtenAs(c.Desired, c.Live) {
 			// The live object is what applying this desired one gave, yet
 			// the local comparison differs: a normalisation gap.
-			r.equivalent.remember(c.Desired, c.Live, verdictServer)
+			r.mem.remember(c.Desired, c.Live, verdict.Server)
 			st.Equivalent = append(st.Equivalent, c.Kind+"/"+c.Name)
 			continue
 		}
 		if c.Action == diff.Update && c.Uncertain {
-			same, err := r.confirmUnchanged(ctx, c, opts)
+			same, err := t.confirmUnchanged(ctx, c, opts)
 			switch {
 			case err != nil && !refused(err):
 				return err
@@ -100,12 +99,12 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 				// once the change is known to be written (probesRefused).
 				probeErr = err
 			case same:
-				r.equivalent.remember(c.Desired, c.Live, verdictSame)
+				r.mem.remember(c.Desired, c.Live, verdict.Same)
 				continue
 			}
 		}
 		if c.Action == diff.Unchanged {
-			r.equivalent.remember(c.Desired, c.Live, verdictSame)
+			r.mem.remember(c.Desired, c.Live, verdict.Same)
 			continue
 		}
 		if c.Action == diff.Delete && !r.cfg.Prune {
@@ -126,7 +125,7 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 			// Made whole by a key or certificate maker: the live one stays.
 			continue
 		}
-		if c.Action == diff.Update && r.selfHealHeldBack(c) {
+		if c.Action == diff.Update && r.mem.heldBack(c.Kind+"/"+c.Name, c.Desired) {
 			st.BackingOff = append(st.BackingOff, c.Kind+"/"+c.Name)
 			continue
 		}
@@ -137,7 +136,7 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 	}
 	if len(refusals) > 0 {
 		var err error
-		if changes, err = r.probesRefused(ctx, st, changes, refusals); err != nil {
+		if changes, err = t.probesRefused(ctx, changes, refusals); err != nil {
 			return err
 		}
 	}
@@ -154,7 +153,8 @@ func (r *Reconciler) diff(ctx context.Context, st *State) error {
 // live resourceVersion was found unchanged, or shown by the server to be
 // equivalent) is settled without comparing it again, so that a converged
 // tick costs O(changes). Server-equivalent ones are reported as such.
-func (r *Reconciler) unsettled(st *State) (desired, live []*unstructured.Unstructured) {
+func (t *tick) unsettled() (desired, live []*unstructured.Unstructured) {
+	r, st := t.r, t.st
 	byKey := st.liveByKey()
 	settled := map[string]bool{}
 	desired = make([]*unstructured.Unstructured, 0, len(st.Desired))
@@ -164,9 +164,9 @@ func (r *Reconciler) unsettled(st *State) (desired, live []*unstructured.Unstruc
 		if l != nil && l.GetDeletionTimestamp() == nil && foreignOwner(l, r.cfg.Name) == "" {
 			// An object just written is compared once more: only that tells
 			// a normalisation gap (counted) from agreement.
-			if v, ok := r.equivalent.holds(d, l); ok && v != verdictWritten {
+			if v, ok := r.mem.verdict(d, l); ok && v != verdict.Written {
 				settled[k] = true
-				if v == verdictServer {
+				if v == verdict.Server {
 					st.Equivalent = append(st.Equivalent, d.GetKind()+"/"+d.GetName())
 				}
 				continue
@@ -186,23 +186,6 @@ func (r *Reconciler) unsettled(st *State) (desired, live []*unstructured.Unstruc
 	return desired, live
 }
 
-// writtenAs reports whether c's live object is what recond's last apply of
-// c's desired object returned.
-func (r *Reconciler) writtenAs(c diff.Change) bool {
-	v, ok := r.equivalent.holds(c.Desired, c.Live)
-	return ok && v == verdictWritten
-}
-
-// selfHealHeldBack reports whether c only undoes another manager's change
-// (Git did not change the object since recond last applied it) of an object
-// in a fight, whose self-heal is backing off.
-func (r *Reconciler) selfHealHeldBack(c diff.Change) bool {
-	if _, ok := r.heal.backingOff(c.Kind + "/" + c.Name); !ok {
-		return false
-	}
-	return r.equivalent.applied(c.Desired)
-}
-
 // diffOptions returns the diff's options with the reconciler's field types
 // and Secret salt.
 func (r *Reconciler) diffOptions() diff.Options {
@@ -216,7 +199,8 @@ func (r *Reconciler) diffOptions() diff.Options {
 // (one schema fetch for a kind not seen before; none once warm). Without
 // them the diff falls back to rules by field name, and the server-side
 // equivalence check still keeps a gap from becoming a rewrite.
-func (r *Reconciler) prepareTypes(ctx context.Context, st *State) {
+func (t *tick) prepareTypes(ctx context.Context) {
+	r, st := t.r, t.st
 	seen := map[schema.GroupVersionKind]bool{}
 	var gvks []schema.GroupVersionKind
 	for _, d := range st.Desired {
@@ -244,7 +228,7 @@ func foreignOwner(u *unstructured.Unstructured, instance string) string {
 
 // confirmUnchanged asks the server what applying c.Desired would produce and
 // compares that with live.
-func (r *Reconciler) confirmUnchanged(ctx context.Context, c diff.Change, opts diff.Options) (bool, error) {
+func (t *tick) confirmUnchanged(ctx context.Context, c diff.Change, opts diff.Options) (bool, error) {
 	probe := c.Desired.DeepCopy()
 	ann := probe.GetAnnotations()
 	if rev, ok := c.Live.GetAnnotations()[AnnotationRevision]; ok {
@@ -252,7 +236,7 @@ func (r *Reconciler) confirmUnchanged(ctx context.Context, c diff.Change, opts d
 	}
 	probe.SetAnnotations(ann)
 	ctx, span := startSpan(ctx, "recond.dryrun", kindAttr(c.Kind), attribute.String("k8s.name", c.Name))
-	out, err := r.kube.Apply(ctx, probe, true)
+	out, err := t.r.kube.Apply(ctx, probe, true)
 	endSpan(span, err)
 	if err != nil {
 		return false, err
@@ -275,10 +259,10 @@ type probeRefusal struct {
 // st.Rejected: validate dry-runs them all, as the apply would before its
 // first write. Should the server accept them all this time (admission
 // changed in between), the tick goes on with what validate kept.
-func (r *Reconciler) probesRefused(ctx context.Context, st *State, changes []diff.Change, refusals []probeRefusal) ([]diff.Change, error) {
+func (t *tick) probesRefused(ctx context.Context, changes []diff.Change, refusals []probeRefusal) ([]diff.Change, error) {
 	failing := false
 	for _, p := range refusals {
-		if _, recreate := r.immutable(ctx, p.c, p.err); !recreate {
+		if _, recreate := t.r.immutable(ctx, p.c, p.err); !recreate {
 			failing = true
 		}
 	}
@@ -291,8 +275,8 @@ func (r *Reconciler) probesRefused(ctx context.Context, st *State, changes []dif
 			writes = append(writes, c)
 		}
 	}
-	slices.SortStableFunc(writes, byDependency)
-	kept, err := r.validate(ctx, st, writes)
+	slices.SortStableFunc(writes, wave.ByDependency)
+	kept, err := t.validate(ctx, writes)
 	if err != nil {
 		return nil, err
 	}
@@ -301,126 +285,6 @@ func (r *Reconciler) probesRefused(ctx context.Context, st *State, changes []dif
 		keep[c.Desired] = true
 	}
 	return slices.DeleteFunc(changes, func(c diff.Change) bool { return c.Action != diff.Delete && !keep[c.Desired] }), nil
-}
-
-// equivalence remembers, per object, a desired object (by hash) that the
-// server has shown to be equivalent to a live object (by resourceVersion):
-// applying it changed nothing, or the object is the result of applying it.
-// Where the local comparison still sees a difference (a normalisation it does
-// not know), the object is reported converged instead of being rewritten at
-// every tick, until either side changes. Kept in memory: after a restart the
-// apply phase's dry run finds the same again without writing.
-type equivalence struct {
-	mu sync.Mutex
-	m  map[string]equivalent
-	// hashes caches desiredHash per desired object of the revision rev
-	// (the render is reused while the revision does not move).
-	rev    string
-	hashes map[*unstructured.Unstructured]string
-}
-
-type equivalent struct {
-	hash, resourceVersion string
-	verdict               verdict
-}
-
-// verdict is how a desired object was found equivalent to a live one.
-type verdict uint8
-
-const (
-	// verdictWritten: the live object is the result of applying the
-	// desired one (not compared yet).
-	verdictWritten verdict = iota
-	// verdictSame: the local comparison found no difference.
-	verdictSame
-	// verdictServer: the local comparison saw a difference that the server
-	// showed to change nothing (a dry run): a normalisation gap.
-	verdictServer
-)
-
-func newEquivalence() *equivalence {
-	return &equivalence{m: map[string]equivalent{}, hashes: map[*unstructured.Unstructured]string{}}
-}
-
-// at starts a tick at revision rev: hashes of another revision's objects
-// are dropped.
-func (e *equivalence) at(rev string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if rev != e.rev {
-		e.rev, e.hashes = rev, map[*unstructured.Unstructured]string{}
-	}
-}
-
-// hash returns desiredHash(u), once per object. e.mu must be held.
-func (e *equivalence) hash(u *unstructured.Unstructured) string {
-	if h, ok := e.hashes[u]; ok {
-		return h
-	}
-	h := desiredHash(u)
-	e.hashes[u] = h
-	return h
-}
-
-// hashOf returns the (cached) hash of a desired object.
-func (e *equivalence) hashOf(u *unstructured.Unstructured) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.hash(u)
-}
-
-// remember records that desired is equivalent to live, and how that is
-// known. Safe for concurrent use (apply writes in parallel).
-func (e *equivalence) remember(desired, live *unstructured.Unstructured, how verdict) {
-	if live == nil || live.GetResourceVersion() == "" {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.m[objectKey(desired)] = equivalent{hash: e.hash(desired), resourceVersion: live.GetResourceVersion(), verdict: how}
-}
-
-// holds reports whether desired is known equivalent to live as it is now,
-// and how.
-func (e *equivalence) holds(desired, live *unstructured.Unstructured) (verdict, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	got, found := e.m[objectKey(desired)]
-	if !found || got.resourceVersion != live.GetResourceVersion() || got.hash != e.hash(desired) {
-		return 0, false
-	}
-	return got.verdict, true
-}
-
-// applied reports whether desired, as it is, is what recond last applied
-// (or found equivalent) for its object: Git has not changed it since.
-func (e *equivalence) applied(desired *unstructured.Unstructured) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	got, ok := e.m[objectKey(desired)]
-	return ok && got.hash == e.hash(desired)
-}
-
-// forget drops what was remembered of an object.
-func (e *equivalence) forget(u *unstructured.Unstructured) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.m, objectKey(u))
-}
-
-// desiredHash hashes a desired object without its revision annotation, which
-// moves with every commit without changing the object.
-func desiredHash(u *unstructured.Unstructured) string {
-	c := u.DeepCopy()
-	ann := c.GetAnnotations()
-	delete(ann, AnnotationRevision)
-	c.SetAnnotations(ann)
-	b, err := json.Marshal(c.Object)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
 }
 
 // shortSHA is a revision cut to 12 hex digits, in log lines and errors.

@@ -11,18 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/cluster"
+	"recond.dev/recond/reconcile/inventory"
 	"recond.dev/recond/reconcile/writerule"
 )
 
 // writeGate is the one way to the API server's write verbs: the Client asks
 // Admit before every write recond makes (apply, prune, orphaning, a
 // recreate, a hook's create and delete, the inventory, the suspension's
-// annotations). It reads one list of rules, in order: the process's own
-// (a dry run writes nothing; the Lease, fenced; the suspension as it is
-// now, not as the tick read it), the per-object rules of reconcile/guard
-// (ownership, opt-outs, reserved names), and the claims a recreate would
-// take with it (transitive ownership, asked of the API server). It counts
-// the writes in flight, so that a suspension can wait for them.
+// annotations). It reads one list of rules, gateRules, in order: the
+// process's own (a dry run writes nothing; the Lease, fenced; the
+// suspension as it is now, not as the tick read it; self-heal off), the
+// per-object rules of reconcile/writerule (ownership, opt-outs, reserved
+// names), and the claims a recreate would take with it (transitive
+// ownership, asked of the API server). It counts the writes in flight, so
+// that a suspension can wait for them.
 type writeGate struct {
 	r *Reconciler
 
@@ -38,6 +40,84 @@ type writeGate struct {
 	hold *Suspension
 	// holdTick is the tick that was running (or last ran) at the request.
 	holdTick uint64
+}
+
+// gateRule is one entry of the write gate's list. A rule may answer three
+// questions, each asked of every rule that answers it, in the list's
+// order, the first refusal being the answer:
+//   - write: may the Client make w now (Admit)?
+//   - call: may the next call of a wave start (a write or a validating dry
+//     run; inWave asks before each)? The answers that change while a wave
+//     runs: the Lease, the tick's stop, a suspension.
+//   - tick: does the tick write objects at all? Asked once, before its
+//     first write; a hold keeps every object of the tick unwritten.
+//
+// A new per-object rule is a function in a leaf (reconcile/writerule)
+// and one line here.
+type gateRule struct {
+	name  string
+	write func(g *writeGate, ctx context.Context, w cluster.Write) error
+	call  func(t *tick) error
+	tick  func(ctx context.Context, t *tick, inv *inventory.Inventory) (*hold, error)
+}
+
+// hold is why a tick writes no object: which rule, whether the writes are
+// still validated by a dry run (and the tick then stops), and whether the
+// revision's post-hooks still run when due.
+type hold struct {
+	rule      string
+	validate  bool
+	postHooks bool
+}
+
+// gateRules is the write gate's list.
+var gateRules = []gateRule{
+	// A dry run writes nothing, and validates what it would write.
+	{name: "dry-run", write: refuseDryRun, tick: holdDryRun},
+	// The Lease fences the loop's writes; an operator's suspension is
+	// written by whichever process of the instance is asked (a standby
+	// too). Checked before every call, first: a lost Lease also stops the
+	// loop, and is the reason.
+	{name: "lease", write: leaseHeld, call: func(t *tick) error { return t.r.mayWrite() }},
+	// The loop's stop, or the tick's deadline: no call starts after it.
+	{name: "stop", call: func(t *tick) error { return t.st.stopped() }},
+	// A suspension: asked of this process, or read; the tick reads it
+	// again from the API server before writing.
+	{name: "suspension", write: refuseSuspended, call: (*tick).suspendedNow, tick: holdSuspended},
+	// Self-heal off: while Git has not moved, the drift is reported only
+	// (the revision's post-hooks still run once it is healthy).
+	{name: "self-heal", tick: holdDrift},
+	// The per-object rules (reconcile/writerule).
+	{name: "objects", write: func(g *writeGate, _ context.Context, w cluster.Write) error { return writerule.Check(g.r.policy(), w) }},
+	// A recreate's delete must not take claims with it.
+	{name: "claims", write: refuseClaims},
+}
+
+// holds asks the list whether the tick writes objects at all: the first
+// hold, or nil.
+func holds(ctx context.Context, t *tick, inv *inventory.Inventory) (*hold, error) {
+	for _, rule := range gateRules {
+		if rule.tick == nil {
+			continue
+		}
+		if h, err := rule.tick(ctx, t, inv); err != nil || h != nil {
+			return h, err
+		}
+	}
+	return nil, nil
+}
+
+// beforeCall asks the list whether the next call of a wave may start.
+func beforeCall(t *tick) error {
+	for _, rule := range gateRules {
+		if rule.call == nil {
+			continue
+		}
+		if err := rule.call(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newWriteGate(r *Reconciler) *writeGate {
@@ -67,31 +147,15 @@ func objectWrite(w cluster.Write) bool {
 	return true
 }
 
-// Admit implements cluster.Gate.
+// Admit implements cluster.Gate: every write rule of the list, then the
+// write is counted in flight.
 func (g *writeGate) Admit(ctx context.Context, w cluster.Write) (func(error), error) {
-	r := g.r
-	if r.cfg.DryRun {
-		return nil, errDryRunWrite
-	}
-	// The Lease fences the loop's writes; an operator's suspension is
-	// written by whichever process of the instance is asked (a standby
-	// too).
-	if w.Purpose != cluster.PurposeSuspension {
-		if err := r.mayWrite(); err != nil {
+	for _, rule := range gateRules {
+		if rule.write == nil {
+			continue
+		}
+		if err := rule.write(g, ctx, w); err != nil {
 			return nil, err
-		}
-	}
-	if objectWrite(w) {
-		if s := g.suspended(time.Now()); s != nil {
-			return nil, &SuspendedError{Suspension: s}
-		}
-	}
-	if err := writerule.Check(r.policy(), w); err != nil {
-		return nil, err
-	}
-	if w.Purpose == cluster.PurposeRecreate && w.Verb == cluster.VerbDelete {
-		if why := r.takesClaims(ctx, w.Live); why != "" {
-			return nil, &writerule.Refusal{Write: w, Rule: "claims", Reason: writerule.ReasonInvalid, Why: why}
 		}
 	}
 	// recond's own delete (a prune, a recreate's, a hook's) is told to the
@@ -99,7 +163,7 @@ func (g *writeGate) Admit(ctx context.Context, w cluster.Write) (func(error), er
 	// drift to heal.
 	deleted := func(error) {}
 	if w.Verb == cluster.VerbDelete && w.Live != nil {
-		deleted = r.deleting(w.Live)
+		deleted = g.r.deleting(w.Live)
 	}
 	g.mu.Lock()
 	g.inflight++
@@ -119,6 +183,100 @@ func (g *writeGate) Admit(ctx context.Context, w cluster.Write) (func(error), er
 	}, nil
 }
 
+func refuseDryRun(g *writeGate, _ context.Context, _ cluster.Write) error {
+	if g.r.cfg.DryRun {
+		return errDryRunWrite
+	}
+	return nil
+}
+
+func holdDryRun(_ context.Context, t *tick, _ *inventory.Inventory) (*hold, error) {
+	if t.r.cfg.DryRun {
+		return &hold{rule: "dry-run", validate: true}, nil
+	}
+	return nil, nil
+}
+
+func leaseHeld(g *writeGate, _ context.Context, w cluster.Write) error {
+	if w.Purpose == cluster.PurposeSuspension {
+		return nil
+	}
+	return g.r.mayWrite()
+}
+
+func refuseSuspended(g *writeGate, _ context.Context, w cluster.Write) error {
+	if !objectWrite(w) {
+		return nil
+	}
+	if s := g.suspended(time.Now()); s != nil {
+		return &SuspendedError{Suspension: s}
+	}
+	return nil
+}
+
+// holdSuspended reads the suspension again before a tick that would
+// write, and settles its annotations: a suspension stops the very next
+// write, and a resume lets the very next tick heal. Suspended, the tick
+// reports its differences, and writes, prunes and heals nothing; no hook
+// runs.
+func holdSuspended(ctx context.Context, t *tick, _ *inventory.Inventory) (*hold, error) {
+	r, st := t.r, t.st
+	// Before anything is written (objects, orphans, hooks, the
+	// suspension's own annotations), from the API server: the reading at
+	// the tick's start may be older than a render, or than the watch
+	// cache's news; a suspension made, or lifted, a moment ago counts. A
+	// tick with nothing to write asks nothing.
+	if !st.suspensionRead || len(st.Changes) > 0 || len(st.Orphans) > 0 || len(st.Hooks) > 0 || st.suspension.Stale {
+		if err := (suspensionStore{r}).fresh(ctx, st); err != nil {
+			return nil, err
+		}
+	}
+	if err := (suspensionStore{r}).settle(ctx, st); err != nil {
+		return nil, err
+	}
+	s := st.suspension.Active
+	if s == nil {
+		return nil, nil
+	}
+	if len(st.Changes) > 0 {
+		r.log.InfoContext(ctx, "suspended: differences left as they are", "differences", len(st.Changes),
+			"by", s.By, "reason", s.Reason, "until", s.Until.UTC().Format(time.RFC3339))
+	}
+	return &hold{rule: "suspension"}, nil
+}
+
+func holdDrift(_ context.Context, t *tick, inv *inventory.Inventory) (*hold, error) {
+	if !t.r.cfg.SelfHeal && t.st.Revision == inv.Revision {
+		return &hold{rule: "self-heal", postHooks: true}, nil
+	}
+	return nil, nil
+}
+
+func refuseClaims(g *writeGate, ctx context.Context, w cluster.Write) error {
+	if w.Purpose == cluster.PurposeRecreate && w.Verb == cluster.VerbDelete {
+		if why := takesClaims(ctx, g.r.kube, w.Live); why != "" {
+			return &writerule.Refusal{Write: w, Rule: "claims", Reason: writerule.ReasonInvalid, Why: why}
+		}
+	}
+	return nil
+}
+
+// errNotWriter marks a write refused because this process may not write
+// for its instance now (Config.MayWrite): another process holds the Lease,
+// or it is gone. Classify reports it as ReasonConflict.
+var errNotWriter = errors.New("refused to write: this process does not hold the instance's Lease")
+
+// mayWrite asks Config.MayWrite whether this process may write now.
+func (r *Reconciler) mayWrite() error {
+	if r.cfg.MayWrite == nil || r.cfg.DryRun {
+		return nil
+	}
+	if err := r.cfg.MayWrite(); err != nil {
+		return fmt.Errorf("%w (nothing more written, nothing pruned): %w", errNotWriter, err)
+	}
+	return nil
+}
+
 // suspended is the suspension in force now: one asked of this process
 // (hold) or the last one read from the inventory.
 func (g *writeGate) suspended(now time.Time) *Suspension {
@@ -128,7 +286,7 @@ func (g *writeGate) suspended(now time.Time) *Suspension {
 	if hold.Active(now) {
 		return hold
 	}
-	if s := g.r.suspend.lastKnown(); s.Active(now) {
+	if s := g.r.mem.lastKnown(); s.Active(now) {
 		return s
 	}
 	return nil
@@ -188,13 +346,13 @@ func (r *Reconciler) policy() writerule.Policy {
 // StatefulSet that deletes its claims, that live owns, directly or
 // through any chain of owners (a custom resource owning a ConfigMap that
 // owns a claim).
-func (r *Reconciler) takesClaims(ctx context.Context, live *unstructured.Unstructured) string {
+func takesClaims(ctx context.Context, kube *cluster.Client, live *unstructured.Unstructured) string {
 	if live == nil {
 		return "the object to delete is not known"
 	}
 	var held []*unstructured.Unstructured
 	for _, gvk := range []schema.GroupVersionKind{pvcGVK, statefulSetGVK} {
-		items, err := r.kube.List(ctx, gvk, "")
+		items, err := kube.List(ctx, gvk, "")
 		if err != nil {
 			return "recond cannot tell whether it owns PersistentVolumeClaims (" + err.Error() + ")"
 		}
@@ -209,7 +367,7 @@ func (r *Reconciler) takesClaims(ctx context.Context, live *unstructured.Unstruc
 		if err != nil {
 			return nil
 		}
-		o, err := r.kube.Get(ctx, gv.WithKind(ref.Kind), ref.Name)
+		o, err := kube.Get(ctx, gv.WithKind(ref.Kind), ref.Name)
 		if err != nil || o == nil || string(o.GetUID()) != ref.UID {
 			return nil
 		}
@@ -226,7 +384,8 @@ var statefulSetGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind:
 // suspendedNow is a *SuspendedError while the instance is suspended (asked
 // of this process, or last read), nil otherwise: inWave asks before every
 // call, so that a wave stops at the first write after a suspension.
-func (r *Reconciler) suspendedNow() error {
+func (t *tick) suspendedNow() error {
+	r := t.r
 	if r.cfg.DryRun || r.gate == nil {
 		// A dry run writes nothing; a Reconciler not made by New has no
 		// gate, and its Client writes nothing either (cluster.ErrNoGate).
@@ -242,13 +401,13 @@ func (r *Reconciler) suspendedNow() error {
 // prunes: from the watch cache when observing by watch (no request), else
 // from the API server; a suspension written by hand (kubectl annotate)
 // since the tick started stops the next wave.
-func (r *Reconciler) recheckSuspension(ctx context.Context, st *State) error {
-	cm, err := r.liveInventory(ctx)
+func (t *tick) recheckSuspension(ctx context.Context) error {
+	cm, err := inventoryStore{t.r}.live(ctx)
 	if err != nil {
 		return err
 	}
 	if cm != nil {
-		suspensionStore{r}.note(st, cm)
+		suspensionStore{t.r}.note(t.st, cm)
 	}
-	return r.suspendedNow()
+	return t.suspendedNow()
 }

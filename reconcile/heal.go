@@ -1,57 +1,25 @@
 package reconcile
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/heal"
+	"recond.dev/recond/reconcile/inventory"
 )
 
-// Self-heal timing. A write that undoes another manager's change less than
-// fightWindow after the previous one for the same object is a fight: the
-// object is then left alone for a back-off that doubles with every further
-// fight, up to maxBackoff, and resets after a quiet maxBackoff.
-const (
-	fightWindow    = 10 * time.Second
-	initialBackoff = 2 * time.Second
-	maxBackoff     = 5 * time.Minute
-)
-
-// healer remembers, per object, when a watch event showed that someone else
-// changed it (so that the write restoring it can report the heal latency)
-// and how it fares in a fight. Safe for concurrent use: events arrive from
-// the watch while a tick runs.
-type healer struct {
-	mu      sync.Mutex
-	seen    map[string]time.Time // object key -> first unhealed change seen
-	objects map[string]*healState
-	now     func() time.Time
-}
-
-type healState struct {
-	lastHeal time.Time
-	backoff  time.Duration
-	until    time.Time // no self-heal write before this
-}
-
-func newHealer() *healer {
-	return &healer{seen: map[string]time.Time{}, objects: map[string]*healState{}, now: time.Now}
-}
+// Heal is one drift that a watch event showed and a write restored
+// (reconcile/heal).
+type Heal = heal.Heal
 
 // Changed tells the reconciler that a watch saw another manager change (or
 // delete) the object kind/name at time at. The write that restores it
 // reports the heal latency from at. The caller asks for a tick
 // (TriggerAfter); Changed only remembers.
 func (r *Reconciler) Changed(kind, name string, at time.Time) {
-	r.heal.mu.Lock()
-	defer r.heal.mu.Unlock()
-	key := kind + "/" + name
-	if _, ok := r.heal.seen[key]; !ok {
-		r.heal.seen[key] = at
-	}
+	r.mem.changed(kind+"/"+name, at)
 }
 
 // HealDebounce is the window of the watches' requests for a tick
@@ -73,14 +41,14 @@ const HealDebounce = 100 * time.Millisecond
 // is not drift, but it may change the object's health: it asks for a tick
 // too, so that health is as fresh as drift, without counting as a change.
 func (r *Reconciler) Noticed(kind, name, subresource string, at time.Time) {
-	if kind == "ConfigMap" && name == inventoryName(r.cfg.Name) {
+	if kind == "ConfigMap" && name == inventory.Name(r.cfg.Name) {
 		// recond writes its inventory twice a revision, often within one
 		// second, so that the watch cannot always tell the second write from
 		// another writer's (managedFields keep whole seconds). Once recond's
 		// own write has returned (HealDebounce later), a live inventory that
 		// is the version recond wrote is not a change.
 		time.AfterFunc(HealDebounce, func() {
-			if !r.inventoryIsOwnWrite() {
+			if !(inventoryStore{r}).ownWrite() {
 				r.Trigger(TriggerWatch)
 			}
 		})
@@ -122,86 +90,4 @@ func (r *Reconciler) deleting(live *unstructured.Unstructured) func(error) {
 			od.NotDeleting(uid)
 		}
 	}
-}
-
-// backingOff reports whether self-heal writes to key are held back, and
-// until when.
-func (h *healer) backingOff(key string) (time.Time, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.objects[key]
-	if s == nil || !h.now().Before(s.until) {
-		return time.Time{}, false
-	}
-	return s.until, true
-}
-
-// Heal is one drift that a watch event showed and a write restored.
-type Heal struct {
-	Kind, Name string
-	// Latency is from the event that showed the change to the end of the
-	// write that restored it.
-	Latency time.Duration
-	// Fight is set when the object was restored less than fightWindow
-	// after the previous heal: another manager keeps changing it, and
-	// recond now backs off (Backoff).
-	Fight   bool
-	Backoff time.Duration
-}
-
-// healed settles the tick: every successful write of an object a watch
-// showed changed is a heal (latency since the change); every other
-// remembered change older than the tick was not drift (a status update, an
-// edit of a field Git does not set) and is forgotten.
-func (h *healer) healed(tickStart time.Time, ops []Operation, writesEnd time.Time) []Heal {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var heals []Heal
-	for _, op := range ops {
-		key := op.Kind + "/" + op.Name
-		if op.Err != nil || op.Action == diff.Delete {
-			continue
-		}
-		at, ok := h.seen[key]
-		if !ok {
-			continue
-		}
-		delete(h.seen, key)
-		heal := Heal{Kind: op.Kind, Name: op.Name, Latency: writesEnd.Sub(at)}
-		s := h.objects[key]
-		if s == nil {
-			s = &healState{}
-			h.objects[key] = s
-		}
-		now := h.now()
-		// Time is measured from the last heal or, when later, from the end
-		// of the back-off: a revert right after a back-off is still the
-		// same fight, and the time spent backing off is not quiet.
-		ref := s.lastHeal
-		if s.until.After(ref) {
-			ref = s.until
-		}
-		switch {
-		case !s.lastHeal.IsZero() && now.Sub(ref) < fightWindow:
-			if s.backoff == 0 {
-				s.backoff = initialBackoff
-			} else {
-				s.backoff = min(2*s.backoff, maxBackoff)
-			}
-			s.until = now.Add(s.backoff)
-			heal.Fight, heal.Backoff = true, s.backoff
-		case now.Sub(ref) > maxBackoff:
-			s.backoff = 0 // a quiet while: forgive
-		}
-		s.lastHeal = now
-		heals = append(heals, heal)
-	}
-	for key, at := range h.seen {
-		// A change to an object backing off is kept: the write when the
-		// back-off ends is its heal.
-		if s := h.objects[key]; at.Before(tickStart) && (s == nil || !h.now().Before(s.until)) {
-			delete(h.seen, key)
-		}
-	}
-	return heals
 }

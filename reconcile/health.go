@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -18,41 +17,14 @@ import (
 // DefaultHealthTimeout is --health-timeout's default.
 const DefaultHealthTimeout = 5 * time.Minute
 
-// progress is what the health phase remembers of one object between ticks.
-type progress struct {
-	// raw is the assessment before the progress deadline.
-	raw health.Status
-	// status is the object's health at the last assessment (after the
-	// progress deadline), since when it has had it.
-	status health.Status
-	since  time.Time
-	// clock is when the progress deadline started counting: the last write
-	// by recond, or the start of the current in-progress stretch, whichever
-	// is later.
-	clock time.Time
-	// revision is the revision of recond's last write of the object ("" when
-	// this process has not written it).
-	revision string
-	// rv is the resourceVersion last assessed, assessed what Assess said
-	// of it (before the progress deadline).
-	rv       string
-	assessed health.Assessment
-	meta     version
-}
-
-// version is what an object's metadata says of recond's last write of it.
-type version struct {
-	revision string    // recond.dev/revision
-	changed  time.Time // recond's Apply entry in managedFields
-}
-
 // assessHealth is the health phase: the health of every object of the
 // desired set (missing when it does not exist), from what this tick
 // already holds (the objects apply wrote, as the server returned them,
 // else what observe saw). It never
 // calls the API server and never waits: a watch event on a status change
 // asks for the next tick, whose observe sees it.
-func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
+func (t *tick) assessHealth(ctx context.Context) error {
+	r, st := t.r, t.st
 	now := time.Now()
 	timeout := r.cfg.HealthTimeout
 	if timeout <= 0 {
@@ -82,103 +54,59 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 			wrote[k] = true
 		}
 	}
-	r.progressMu.Lock()
-	defer r.progressMu.Unlock()
-	if r.progress == nil {
-		r.progress = map[string]*progress{}
-	}
+	pass := &health.Pass{Now: now, Timeout: timeout, Rules: r.cfg.HealthRules, Revision: st.Revision, Written: lastWrite}
 	seen := make(map[string]bool, len(st.Desired))
 	h := &Health{Counts: make(map[health.Status]int, len(health.Statuses))}
 	statuses := make([]health.Status, 0, len(st.Desired))
-	for _, d := range st.Desired {
-		k := objectKey(d)
-		obj := st.written[k]
-		if obj == nil {
-			obj = live[k]
-		}
-		if pruned[k] || seen[k] {
-			continue
-		}
-		seen[k] = true
-		if obj == nil && optout.Disabled(d) {
-			// Taken out of recond's hands and not there: not recond's to
-			// miss (one that is there is assessed like any other).
-			continue
-		}
-		if obj == nil {
-			// Desired and not there: a write the server refused, one the
-			// tick never reached, a dry run. Not healthy, whatever the rest.
+	r.mem.assess(func(progress *health.Progress) {
+		for _, d := range st.Desired {
+			k := objectKey(d)
+			obj := st.written[k]
+			if obj == nil {
+				obj = live[k]
+			}
+			if pruned[k] || seen[k] {
+				continue
+			}
+			seen[k] = true
+			if obj == nil && optout.Disabled(d) {
+				// Taken out of recond's hands and not there: not recond's to
+				// miss (one that is there is assessed like any other).
+				continue
+			}
+			if obj == nil {
+				// Desired and not there: a write the server refused, one the
+				// tick never reached, a dry run. Not healthy, whatever the rest.
+				h.Objects = append(h.Objects, ObjectHealth{
+					Ref:    ObjectRef{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Name: d.GetName()},
+					Status: health.Missing, Message: "desired, and not in the cluster",
+				})
+				h.Counts[health.Missing]++
+				statuses = append(statuses, health.Missing)
+				progress.Forget(k)
+				continue
+			}
+			f := progress.Assess(pass, k, obj, wrote[k])
 			h.Objects = append(h.Objects, ObjectHealth{
-				Ref:    ObjectRef{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Name: d.GetName()},
-				Status: health.Missing, Message: "desired, and not in the cluster",
+				Ref: ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID(),
+					ResourceVersion: obj.GetResourceVersion()},
+				Status: f.Status, Message: f.Message, Since: f.Since,
+				Revision: f.Written.Revision, Changed: f.Written.Changed,
 			})
-			h.Counts[health.Missing]++
-			statuses = append(statuses, health.Missing)
-			delete(r.progress, k)
-			continue
+			h.Counts[f.Status]++
+			statuses = append(statuses, f.Status)
 		}
-		p := r.progress[k]
-		var a health.Assessment
-		var seenAt version
-		if rv := obj.GetResourceVersion(); p != nil && rv != "" && rv == p.rv {
-			// Unchanged since the last assessment: a converged tick of
-			// thousands of objects costs a map lookup each.
-			a, seenAt = p.assessed, p.meta
-		} else {
-			a = health.Assess(obj, r.cfg.HealthRules)
-			seenAt = version{revision: obj.GetAnnotations()[AnnotationRevision], changed: appliedAt(obj)}
-		}
-		if p == nil {
-			p = &progress{raw: a.Status, status: a.Status, since: now, clock: now}
-			if a.Status == health.InProgress {
-				// First seen (a new process, a new leader) while in
-				// progress: the clock runs from recond's last apply that
-				// changed it, as the object records it, not from now.
-				if at := seenAt.changed; !at.IsZero() && at.Before(now) {
-					p.clock, p.revision = at, seenAt.revision
-				}
-			}
-			r.progress[k] = p
-		}
-		p.rv, p.assessed, p.meta = obj.GetResourceVersion(), a, seenAt
-		if wrote[k] {
-			p.clock, p.revision = now, st.Revision
-		} else if a.Status == health.InProgress && p.raw != health.InProgress {
-			p.clock = now // a new stretch of progress
-		}
-		p.raw = a.Status
-		if a.Status == health.InProgress && now.Sub(p.clock) > timeout {
-			a = health.Assessment{Status: health.Failed, Message: p.deadlineMessage(timeout, a.Message)}
-		} else if a.Status == health.InProgress {
-			if due := p.clock.Add(timeout); st.healthUntil.IsZero() || due.Before(st.healthUntil) {
-				st.healthUntil = due
-			}
-		}
-		if a.Status != p.status {
-			p.status, p.since = a.Status, now
-		}
-		h.Objects = append(h.Objects, ObjectHealth{
-			Ref: ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID(),
-				ResourceVersion: obj.GetResourceVersion()},
-			Status: a.Status, Message: a.Message, Since: p.since,
-			Revision: seenAt.revision, Changed: seenAt.changed,
-		})
-		h.Counts[a.Status]++
-		statuses = append(statuses, a.Status)
-	}
-	for k := range r.progress {
-		if !seen[k] {
-			delete(r.progress, k)
-		}
-	}
+		progress.Keep(seen)
+	})
+	st.healthUntil = pass.Due
 	h.Status = health.Of(statuses)
 	st.Health = h
 	// Healthy at a revision counts only once it was applied in full (the
 	// post-hooks wait for it); the objects of the one before may be
 	// healthy under the same names.
-	if inv := r.inventory(); h.Status == health.Healthy && st.Revision != "" && inv != nil && inv.Revision == st.Revision {
+	if inv := r.mem.inventory(); h.Status == health.Healthy && st.Revision != "" && inv != nil && inv.Revision == st.Revision {
 		rev := st.Revision
-		if old := r.healthy.Swap(&rev); (old == nil || *old != rev) && inv.Hooks != nil && inv.Hooks.Revision == rev && inv.Hooks.Phase == "main" {
+		if old := r.mem.setHealthy(rev); old != rev && inv.Hooks != nil && inv.Hooks.Revision == rev && inv.Hooks.Phase == "main" {
 			r.TriggerAfter(TriggerHook, 0) // the post-hooks are due
 		}
 	}
@@ -188,19 +116,11 @@ func (r *Reconciler) assessHealth(ctx context.Context, st *State) error {
 	return nil
 }
 
-// deadlineMessage says why an object is failed: in progress past the
-// deadline. It names when the progress began rather than for how long, so
-// that it stays the same from tick to tick.
-func (p *progress) deadlineMessage(timeout time.Duration, why string) string {
-	from := "first seen in progress"
-	if p.revision != "" {
-		from = "applied at revision " + shortSHA(p.revision)
-	}
-	msg := fmt.Sprintf("progress deadline: in progress since %s, longer than --health-timeout %s (%s)", p.clock.UTC().Format(time.RFC3339), timeout, from)
-	if why != "" {
-		msg += ": " + why
-	}
-	return msg
+// lastWrite is what obj's metadata says of recond's last write of it: the
+// revision annotation, and the time of recond's Apply entry in
+// managedFields.
+func lastWrite(obj *unstructured.Unstructured) health.Written {
+	return health.Written{Revision: obj.GetAnnotations()[AnnotationRevision], Changed: appliedAt(obj)}
 }
 
 // opKey is objectKey for an operation.

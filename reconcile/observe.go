@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"recond.dev/recond/reconcile/inventory"
 )
 
 // observe lists, once per kind, the objects this instance owns: every kind
@@ -17,15 +19,16 @@ import (
 // desired objects not found that way is listed once more, unfiltered, to
 // find those that exist unowned (no GET per object: a first sync of
 // thousands of objects costs one more LIST per kind).
-func (r *Reconciler) observe(ctx context.Context, st *State) error {
+func (t *tick) observe(ctx context.Context) error {
+	r, st := t.r, t.st
 	// Read before anything else: a change after it moves it, and makes the
 	// next tick a full one.
-	st.gen, st.genOK = r.liveGeneration()
-	inv, err := r.loadInventory(ctx, st)
+	st.gen, st.genOK = liveGeneration(r.live)
+	inv, err := inventoryStore{r}.load(ctx, st)
 	if err != nil {
 		return err
 	}
-	if q := r.quietFor(st, st.gen, st.genOK); q != nil {
+	if q := t.quietFor(st.gen, st.genOK); q != nil {
 		// Nothing the watches see has changed since the last full tick,
 		// which found nothing to do: its live objects are still what the
 		// caches hold.
@@ -89,7 +92,7 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 		if missing[k.GroupKind()] == 0 {
 			continue
 		}
-		unowned, err := r.listUnowned(ctx, k, st.Desired, found)
+		unowned, err := t.listUnowned(ctx, k, found)
 		if err != nil {
 			return err
 		}
@@ -129,16 +132,16 @@ func (r *Reconciler) observe(ctx context.Context, st *State) error {
 // recond's, and must not look like something to prune. The LIST goes to the
 // API server whatever Live is: a watch cache would have to start, and keep,
 // an informer on every object of the kind.
-func (r *Reconciler) listUnowned(ctx context.Context, k schema.GroupVersionKind, desired []*unstructured.Unstructured, found map[string]bool) ([]*unstructured.Unstructured, error) {
+func (t *tick) listUnowned(ctx context.Context, k schema.GroupVersionKind, found map[string]bool) ([]*unstructured.Unstructured, error) {
 	want := map[string]bool{}
-	for _, d := range desired {
+	for _, d := range t.st.Desired {
 		if key := objectKey(d); d.GroupVersionKind().GroupKind() == k.GroupKind() && !found[key] {
 			want[key] = true
 		}
 	}
 	lctx, span := startSpan(ctx, "recond.list", kindAttr(k.Kind), attribute.String("k8s.label_selector", ""),
 		attribute.Int("recond.missing.count", len(want)))
-	items, err := r.kube.List(lctx, k, "")
+	items, err := t.r.kube.List(lctx, k, "")
 	span.SetAttributes(attribute.Int("recond.objects.count", len(items)))
 	var out []*unstructured.Unstructured
 	for i := range items {
@@ -156,17 +159,8 @@ func (r *Reconciler) listUnowned(ctx context.Context, k schema.GroupVersionKind,
 	return out, nil
 }
 
-// restartsSince returns how many of the watch caches' restarts (total,
-// from LiveCost, since the start) no tick has counted yet: a cache is
-// restarted by the read that finds it stale, within a tick, or by its
-// check between ticks (its store found behind), which the next tick
-// counts.
-func (l *Loop) restartsSince(total int64) int64 {
-	return total - l.restarts.Swap(total)
-}
-
 // inventoryKind returns the inventory's entry for gk.
-func inventoryKind(inv *inventory, gk schema.GroupKind) schema.GroupVersionKind {
+func inventoryKind(inv *inventory.Inventory, gk schema.GroupKind) schema.GroupVersionKind {
 	for _, k := range inv.Kinds {
 		if k.GroupKind() == gk {
 			return k

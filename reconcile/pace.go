@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -11,10 +10,9 @@ import (
 	"recond.dev/recond/reconcile/source"
 )
 
-// fetchPace remembers the last revision a tick fetched, when, and whether
-// the source had moved then.
+// fetchPace is the last revision a tick fetched, when, and whether the
+// source had moved then (memory.pace).
 type fetchPace struct {
-	mu    sync.Mutex
 	rev   source.Revision
 	at    time.Time
 	moved bool
@@ -26,14 +24,13 @@ type fetchPace struct {
 // fetches: the interval's, one asked for by hand or by a webhook, a
 // suspension's end, and any after a fetch that failed or found the source
 // where it was.
-func (l *Loop) paced(why Trigger) (source.Revision, bool) {
-	interval := l.pollInterval()
+func (m *memory) paced(why Trigger, interval time.Duration) (source.Revision, bool) {
 	if interval <= 0 || (why != TriggerWatch && why != TriggerHook) {
 		return source.Revision{}, false
 	}
-	p := &l.fetches
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := &m.pace
 	if !p.moved || time.Since(p.at) >= interval {
 		return source.Revision{}, false
 	}
@@ -43,10 +40,10 @@ func (l *Loop) paced(why Trigger) (source.Revision, bool) {
 }
 
 // fetched records a fetch that started at and found rev (or failed).
-func (l *Loop) fetched(rev source.Revision, err error, at time.Time) {
-	p := &l.fetches
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (m *memory) fetched(rev source.Revision, err error, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := &m.pace
 	if err != nil {
 		p.moved = false // the next tick fetches
 		return
@@ -63,15 +60,16 @@ func (l *Loop) fetched(rev source.Revision, err error, at time.Time) {
 // changes of each revision ask for the next tick. A tick that reuses the
 // revision still heals drift against it. A render stopped because the ref
 // moved (st.Superseded) always fetches the newer revision.
-func (r *Reconciler) fetch(ctx context.Context, st *State) (source.Revision, error) {
+func (t *tick) fetch(ctx context.Context) (source.Revision, error) {
+	r, st := t.r, t.st
 	if st.Superseded == 0 {
-		if rev, ok := r.paced(st.trigger); ok {
+		if rev, ok := r.mem.paced(st.trigger, r.pollInterval()); ok {
 			trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.fetch.paced", true))
 			return rev, nil
 		}
 	}
 	start := time.Now()
 	rev, err := r.src.Fetch(ctx)
-	r.fetched(rev, err, start)
+	r.mem.fetched(rev, err, start)
 	return rev, err
 }

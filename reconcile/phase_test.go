@@ -15,11 +15,11 @@ import (
 // is recorded as failed (reason other: counted, spanned, logged) but is not
 // the tick's failure; the same panic in any other phase is.
 func TestAsidePhaseDoesNotFailTheTick(t *testing.T) {
-	boom := func(context.Context, *State) error { panic("boom") }
+	boom := func(*tick, context.Context) error { panic("boom") }
 	for _, aside := range []bool{true, false} {
 		r := New(Config{}, nil, nil, nil)
 		res := &Result{}
-		if ok, _ := r.runPhase(context.Background(), phase{p: PhaseHealth, fn: boom, aside: aside}, &State{}, res); ok {
+		if ok, _ := (&tick{r: r, st: &State{}}).runPhase(context.Background(), phase{p: PhaseHealth, fn: boom, aside: aside}, res); ok {
 			t.Fatalf("aside=%v: a panicking phase succeeded", aside)
 		}
 		if len(res.Phases) != 1 || res.Phases[0].Err == nil || res.Phases[0].Err.Reason != ReasonOther {
@@ -214,8 +214,8 @@ func TestWritePanicIsNotThePhasesPanic(t *testing.T) {
 	r := New(Config{}, nil, nil, nil)
 	res := &Result{}
 	write := fmt.Errorf("ConfigMap/a: %w: boom", errPanic)
-	fn := func(context.Context, *State) error { return fmt.Errorf("apply: %w", write) }
-	r.runPhase(context.Background(), phase{p: PhaseApply, fn: fn}, &State{}, res)
+	fn := func(*tick, context.Context) error { return fmt.Errorf("apply: %w", write) }
+	(&tick{r: r, st: &State{}}).runPhase(context.Background(), phase{p: PhaseApply, fn: fn}, res)
 	if pr := res.Phases[0]; pr.Panicked || !IsPanic(pr.Err) {
 		t.Errorf("phase result %+v: want Panicked false and the error still a panic", pr)
 	}

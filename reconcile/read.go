@@ -30,41 +30,40 @@ import (
 // arrived while it ran) is stopped, and the tick goes on with the newer
 // revision: a render that never ends cannot hold back its own fix for
 // longer than it takes to notice the push.
-func (r *Reconciler) read(ctx context.Context, st *State) error {
+func (t *tick) read(ctx context.Context) error {
+	r, st := t.r, t.st
 	for {
 		fctx, span := startSpan(ctx, "recond.git.fetch", attribute.String("recond.source", r.src.DisplayURL()))
-		rev, err := r.fetch(fctx, st)
+		rev, err := t.fetch(fctx)
 		span.SetAttributes(attribute.String("recond.revision", rev.SHA), attribute.Bool("recond.fetched", rev.Fetched))
 		endSpan(span, err)
 		if err != nil {
 			return err
 		}
 		st.Revision, st.Fetched = rev.SHA, st.Fetched || rev.Fetched
-		if err := r.failedBefore(st, rev.SHA); err != nil {
+		if err := t.failedBefore(rev.SHA); err != nil {
 			// The revision failed to render, and nothing that could
 			// change that changed: its failure is the tick's, without
 			// rendering it again.
 			trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", true), attribute.Bool("recond.render.failed_before", true))
 			return err
 		}
-		if cached, firsts, hooks, chart, once, ignored := r.renderOf(rev.SHA); cached != nil && !r.keysChanged(st, rev.SHA) {
+		if c, ok := r.mem.renderOf(rev.SHA); ok && !t.keysChanged(rev.SHA) {
 			// The revision did not move: its render is reused, rendering being a
 			// function of the commit alone. Only the kinds' scope, which the
 			// server decides, is checked again.
 			trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", true))
-			if err := r.checkScopes(firsts); err != nil {
+			if err := t.checkScopes(c.firsts); err != nil {
 				return err
 			}
-			st.Desired, st.Hooks, st.Chart, st.Generated, st.Ignored = cached, hooks, chart, once, ignored
-			r.mu.Lock()
-			st.sensitive = r.rendered.sensitive
-			r.mu.Unlock()
-			st.Counts.GeneratedOnce = len(once)
+			st.Desired, st.Hooks, st.Chart, st.Generated, st.Ignored = c.desired, c.hooks, c.chart, c.once, c.ignored
+			st.sensitive = c.sensitive
+			st.Counts.GeneratedOnce = len(c.once)
 			st.Counts.Desired = len(st.Desired)
 			return nil
 		}
 		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.render.cached", false))
-		manifests, err := r.render(ctx, rev)
+		manifests, err := t.render(ctx, rev)
 		if errors.Is(err, errSuperseded) && ctx.Err() == nil {
 			st.Superseded++
 			r.log.Info("render stopped: the followed ref moved while it ran; reading the newer revision",
@@ -73,14 +72,14 @@ func (r *Reconciler) read(ctx context.Context, st *State) error {
 		}
 		// The render's own failure only: the checks after it are cheap,
 		// and the server's answers (a kind's scope) may change.
-		r.keepFailure(ctx, rev.SHA, err)
+		t.keepFailure(ctx, rev.SHA, err)
 		if err != nil {
 			return err
 		}
 		if c, ok := r.src.(charter); ok {
 			st.Chart = c.Chart(rev.SHA)
 		}
-		return r.decorateAll(st, manifests)
+		return t.decorateAll(manifests)
 	}
 }
 
@@ -92,12 +91,13 @@ var errSuperseded = errors.New("the followed ref moved: a newer revision replace
 // (a push webhook, recond sync) and every pollEvery ask the source whether
 // the ref still names rev; when it does not, the render is stopped
 // (errSuperseded).
-func (r *Reconciler) render(ctx context.Context, rev source.Revision) ([]source.Manifest, error) {
+func (t *tick) render(ctx context.Context, rev source.Revision) ([]source.Manifest, error) {
+	r := t.r
 	rctx, span := startSpan(ctx, "recond.render", attribute.String("recond.path", r.cfg.Path))
 	wctx, cancel := context.WithCancelCause(rctx)
 	defer cancel(nil)
 	if m, ok := r.src.(mover); ok {
-		go r.watchRef(wctx, cancel, m, rev)
+		go t.watchRef(wctx, cancel, m, rev)
 	}
 	manifests, err := r.src.Render(wctx, rev.SHA)
 	if err != nil && errors.Is(context.Cause(wctx), errSuperseded) && rctx.Err() == nil {
@@ -130,7 +130,8 @@ type mover interface {
 // from rev. It asks on every request for a tick and every pollEvery, and
 // returns when ctx is done. A failed question is not an answer: the render
 // goes on.
-func (r *Reconciler) watchRef(ctx context.Context, cancel context.CancelCauseFunc, m mover, rev source.Revision) {
+func (t *tick) watchRef(ctx context.Context, cancel context.CancelCauseFunc, m mover, rev source.Revision) {
+	r := t.r
 	var poll <-chan time.Time
 	if d := r.pollInterval(); d > 0 {
 		t := time.NewTicker(d)
@@ -161,19 +162,15 @@ func (r *Reconciler) watchRef(ctx context.Context, cancel context.CancelCauseFun
 // decorateAll checks every rendered object (its name, scope, namespace and
 // uniqueness), decorates it and keeps the render for the next ticks at the
 // same revision.
-func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
+func (t *tick) decorateAll(manifests []source.Manifest) error {
+	r, st := t.r, t.st
 	// What the revision decrypted is masked, and so is what the previous
 	// one did: a live object may still hold it.
 	var values []string
 	if s, ok := r.src.(sensitiveSource); ok {
 		values = s.SensitiveValues(st.Revision)
 	}
-	r.mu.Lock()
-	prev := r.rendered.values
-	if r.rendered.sha == st.Revision {
-		prev = r.rendered.prev // rendered again (new keys): the same revision
-	}
-	r.mu.Unlock()
+	prev := r.mem.previousValues(st.Revision)
 	sensitive := redact.New(values)
 	// Names are checked for the values of 8 characters or more: a shorter
 	// one (a user name "shop") may well be part of a name by chance.
@@ -188,15 +185,13 @@ func (r *Reconciler) decorateAll(st *State, manifests []source.Manifest) error {
 		return sensitive.Error(err)
 	}
 	st.sensitive = redact.New(values, prev)
-	r.concealErrors(st.sensitive)
+	t.concealErrors(st.sensitive)
 	markMasked(st.sensitive, st.Desired, st.Hooks)
 	// Only a render that passed every check is kept; the phases after read
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
-	r.mu.Lock()
-	r.rendered = renderCache{sha: st.Revision, desired: st.Desired, firsts: firstOfEachKind(st.Desired), hooks: st.Hooks, chart: st.Chart, once: st.Generated,
-		ignored: st.Ignored, values: values, prev: prev, sensitive: st.sensitive}
-	r.mu.Unlock()
+	r.mem.keepRender(renderCache{sha: st.Revision, desired: st.Desired, firsts: firstOfEachKind(st.Desired), hooks: st.Hooks, chart: st.Chart, once: st.Generated,
+		ignored: st.Ignored, values: values, prev: prev, sensitive: st.sensitive})
 	return nil
 }
 
@@ -341,19 +336,19 @@ type sensitiveSource interface {
 // keysChanged reports whether a manual tick (recond trigger, recond sync)
 // finds the source's decryption keys changed since it rendered sha: the
 // revision is then rendered again, with them.
-func (r *Reconciler) keysChanged(st *State, sha string) bool {
-	s, ok := r.src.(sensitiveSource)
-	return ok && st.trigger == TriggerManual && s.KeysChanged(sha)
+func (t *tick) keysChanged(sha string) bool {
+	s, ok := t.r.src.(sensitiveSource)
+	return ok && t.st.trigger == TriggerManual && s.KeysChanged(sha)
 }
 
 // concealErrors makes the API server's messages about objects that hold a
 // decrypted value concealed like a Secret's (cluster.ConcealErrorsOf).
-func (r *Reconciler) concealErrors(s *redact.Set) {
+func (t *tick) concealErrors(s *redact.Set) {
 	if s == nil {
-		r.kube.ConcealErrorsOf(nil)
+		t.r.kube.ConcealErrorsOf(nil)
 		return
 	}
-	r.kube.ConcealErrorsOf(concealed{s})
+	t.r.kube.ConcealErrorsOf(concealed{s})
 }
 
 // concealed is a value set as the cluster client asks for it.
@@ -366,11 +361,7 @@ func (c concealed) Redact(text string) string               { return c.s.Redact(
 // before it) decrypted, for the outputs that pass what they show through
 // it (client-go's log records); nil before a render, or when none was
 // decrypted.
-func (r *Reconciler) Secrets() *redact.Set {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rendered.sensitive
-}
+func (r *Reconciler) Secrets() *redact.Set { return r.mem.secrets() }
 
 // renderFailure is the last render that failed for a reason of the
 // revision itself (an invalid manifest or chart, a SOPS file no key
@@ -388,9 +379,9 @@ type keysSource interface {
 	KeysFingerprint() [32]byte
 }
 
-// keys is the source's keys fingerprint; zero for a source without keys.
-func (r *Reconciler) keys() [32]byte {
-	if k, ok := r.src.(keysSource); ok {
+// keysOf is src's keys fingerprint; zero for a source without keys.
+func keysOf(src Source) [32]byte {
+	if k, ok := src.(keysSource); ok {
 		return k.KeysFingerprint()
 	}
 	return [32]byte{}
@@ -401,19 +392,15 @@ func (r *Reconciler) keys() [32]byte {
 // invalid, or auth: no key opens a SOPS file) and not of the tick (a
 // timeout, a stop, the worker, the network); else nothing, the last
 // render of sha being no longer known to fail.
-func (r *Reconciler) keepFailure(ctx context.Context, sha string, err error) {
+func (t *tick) keepFailure(ctx context.Context, sha string, err error) {
 	var f *renderFailure
 	if err != nil && ctx.Err() == nil {
 		switch Classify(err) {
 		case ReasonInvalid, ReasonAuth:
-			f = &renderFailure{sha: sha, keys: r.keys(), err: err}
+			f = &renderFailure{sha: sha, keys: keysOf(t.r.src), err: err}
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if f != nil || r.failed != nil && r.failed.sha == sha {
-		r.failed = f
-	}
+	t.r.mem.keepFailure(sha, f)
 }
 
 // failedBefore is the failure the last render of sha had, when it is to
@@ -421,27 +408,14 @@ func (r *Reconciler) keepFailure(ctx context.Context, sha string, err error) {
 // (recond trigger, recond sync, a push webhook: the operator may have
 // fixed what the render read outside Git), and not once the decryption
 // keys changed (the keys Secret was updated). Nil otherwise.
-func (r *Reconciler) failedBefore(st *State, sha string) error {
-	r.mu.Lock()
-	f := r.failed
-	r.mu.Unlock()
-	if f == nil || f.sha != sha || st.trigger == TriggerManual || st.trigger == TriggerWebhook || f.keys != r.keys() {
+func (t *tick) failedBefore(sha string) error {
+	f := t.r.mem.failure()
+	if f == nil || f.sha != sha || t.st.trigger == TriggerManual || t.st.trigger == TriggerWebhook || f.keys != keysOf(t.r.src) {
 		return nil
 	}
-	r.log.Debug("render skipped: the revision failed to render before; it is rendered again on a manual tick or once the decryption keys change",
+	t.r.log.Debug("render skipped: the revision failed to render before; it is rendered again on a manual tick or once the decryption keys change",
 		"revision", shortSHA(sha))
 	return f.err
-}
-
-// renderOf is the kept render of sha (its objects, the first of each
-// kind, and its hooks), or nil.
-func (r *Reconciler) renderOf(sha string) ([]*unstructured.Unstructured, []*unstructured.Unstructured, []*hook, *source.Chart, map[string][][]string, map[string][]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.rendered.sha == "" || r.rendered.sha != sha {
-		return nil, nil, nil, nil, nil, nil
-	}
-	return r.rendered.desired, r.rendered.firsts, r.rendered.hooks, r.rendered.chart, r.rendered.once, r.rendered.ignored
 }
 
 // firstOfEachKind returns the first object of each kind (group, version
@@ -461,7 +435,8 @@ func firstOfEachKind(desired []*unstructured.Unstructured) []*unstructured.Unstr
 // checkScopes checks that every kind of a reused render is still
 // namespace-scoped (a CRD can be replaced by a cluster-scoped one): firsts
 // holds the first object of each kind, so that it costs a lookup per kind.
-func (r *Reconciler) checkScopes(firsts []*unstructured.Unstructured) error {
+func (t *tick) checkScopes(firsts []*unstructured.Unstructured) error {
+	r := t.r
 	for _, d := range firsts {
 		gvk := d.GroupVersionKind()
 		mapping, err := r.kube.Mapping(gvk)

@@ -4,15 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/cluster"
-	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/health"
 	"recond.dev/recond/reconcile/source"
 )
@@ -118,9 +115,10 @@ type Observer interface {
 }
 
 // Reconciler is the tick engine: it runs ticks (read, observe, diff,
-// apply, health) and keeps what they learn between ticks (the inventory,
-// the render of the revision, what the server showed equivalent, the
-// validated creates, each object's health progress). It is not safe for
+// apply, health; each a method of the tick, tick.go) and keeps what they
+// learn between ticks in its memory (memory.go: the inventory, the render
+// of the revision, what the server showed equivalent, the validated
+// creates, each object's health progress, ...). It is not safe for
 // concurrent ticks: its Loop never overlaps them.
 type Reconciler struct {
 	// Loop schedules the ticks (loop.go): triggers, debounce, the ticks'
@@ -133,64 +131,15 @@ type Reconciler struct {
 	live      Live // cfg.Live, or kube
 	observers []Observer
 	log       *slog.Logger
-	inv       *inventory // nil until first loaded
-	// invStale is set when the live inventory was found missing or unlike
-	// inv: the apply phase rewrites it (repairInventory).
-	invStale bool
-	// equivalent remembers what the server showed to change nothing.
-	equivalent *equivalence
 	// salt salts the hashes that stand for Secret values in differences.
 	salt []byte
-	// rendered is the last successful render, reused while the revision
-	// does not move.
-	rendered renderCache
-	// failed is the last render that failed for a reason of its revision
-	// (read.go, failedBefore).
-	failed *renderFailure
-	// heal follows drift seen by a watch to the write that restores it.
-	heal *healer
-	// validated are the creates an earlier dry run accepted.
-	validated validatedCreates
-	// progress follows each desired object's health across ticks, for the
-	// progress deadline and for Since.
-	progress   map[string]*progress
-	progressMu sync.Mutex
-	// quiet is what the last full tick that found nothing to do leaves for
-	// the next ones (quiet.go).
-	quiet *quietMemo
-	// mu guards inv, invStale, rendered and quiet: a phase abandoned by its tick
-	// (it did not return after the tick's deadline) may return during a
-	// later tick.
-	mu sync.Mutex
 	// abandonAfter is how long a phase may run past the tick's deadline (or
 	// the loop's stop) before its tick abandons it.
 	abandonAfter time.Duration
-	// healthy is the last revision a tick found healthy (post-hooks wait
-	// for it).
-	healthy atomic.Pointer[string]
-	// suspend remembers what the suspension's annotations do not say.
-	suspend suspensionMemo
-	// misspelt are the live opt-out annotations already warned about.
-	misspelt sync.Map
+	// mem is what the engine keeps between ticks, behind one mutex.
+	mem memory
 	// gate is asked before every write (gate.go).
 	gate *writeGate
-}
-
-// renderCache is a decorated desired set and the revision it was rendered
-// at. The objects are never mutated after read.
-type renderCache struct {
-	sha     string
-	desired []*unstructured.Unstructured
-	hooks   []*hook
-	chart   *source.Chart
-	once    map[string][][]string
-	ignored map[string][]string
-	// firsts is the first desired object of each kind (checkScopes).
-	firsts []*unstructured.Unstructured
-	// values are what the revision decrypted that is secret (the source's
-	// SensitiveValues); sensitive matches them and the previous render's.
-	values, prev []string
-	sensitive    *diff.Sensitive
 }
 
 // New returns a Reconciler. Observers are called in order at starts and in
@@ -202,7 +151,7 @@ func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observe
 	salt := make([]byte, 32)
 	_, _ = rand.Read(salt)
 	r := &Reconciler{Loop: newLoop(log), cfg: cfg, src: src, kube: kube, live: cfg.Live, log: log, observers: observers,
-		equivalent: newEquivalence(), salt: salt, heal: newHealer(), abandonAfter: AbandonAfter}
+		salt: salt, abandonAfter: AbandonAfter}
 	if r.live == nil {
 		r.live = kube
 	}

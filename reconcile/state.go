@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/inventory"
 	"recond.dev/recond/reconcile/source"
 )
 
@@ -95,7 +96,7 @@ type State struct {
 	sensitive *diff.Sensitive
 
 	// inv is the inventory this tick works with (loadInventory).
-	inv *inventory
+	inv *inventory.Inventory
 	// byKey indexes Live (liveByKey).
 	byKey map[string]*unstructured.Unstructured
 	// written holds what the server returned for each object this tick

@@ -7,9 +7,23 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/heal"
+	"recond.dev/recond/reconcile/inventory"
 )
 
-type phaseFunc func(ctx context.Context, st *State) error
+// tick is one tick of the engine: the Reconciler, whose memory outlives
+// it, and the State its phases hand each other (gitops-engine's
+// syncContext, beside its cluster cache). Every phase is a method of a
+// tick; each phase runs on a tick of its own, so that a phase its tick
+// abandoned keeps the State it had.
+type tick struct {
+	r  *Reconciler
+	st *State
+}
+
+type phaseFunc func(t *tick, ctx context.Context) error
 
 // phase is one row of the tick: which phase, its function, whether `recond
 // diff` (Plan) runs it, whether it finishes the object it is writing when
@@ -29,37 +43,35 @@ type phase struct {
 }
 
 // phases is the tick, in order.
-func (r *Reconciler) phases() []phase {
-	return []phase{
-		{p: PhaseRead, fn: r.read, plan: true},
-		{p: PhaseObserve, fn: r.observe, plan: true},
-		{p: PhaseDiff, fn: r.diff, plan: true},
-		{p: PhaseApply, fn: r.apply, finishes: true},
-		// Health is assessed whenever there are live objects to assess: a
-		// failed diff or apply does not make the running workloads' health
-		// unknowable.
-		// Its failure (a panic) does not fail the tick either: health is a
-		// second dimension, the outcome stays about Git and the API server.
-		{p: PhaseHealth, fn: r.assessHealth, needs: PhaseObserve, aside: true},
-	}
+var phases = []phase{
+	{p: PhaseRead, fn: (*tick).read, plan: true},
+	{p: PhaseObserve, fn: (*tick).observe, plan: true},
+	{p: PhaseDiff, fn: (*tick).diff, plan: true},
+	{p: PhaseApply, fn: (*tick).apply, finishes: true},
+	// Health is assessed whenever there are live objects to assess: a
+	// failed diff or apply does not make the running workloads' health
+	// unknowable.
+	// Its failure (a panic) does not fail the tick either: health is a
+	// second dimension, the outcome stays about Git and the API server.
+	{p: PhaseHealth, fn: (*tick).assessHealth, needs: PhaseObserve, aside: true},
 }
 
 // Tick runs one full tick: read, observe, diff, apply, health (a manual one).
 func (r *Reconciler) Tick(ctx context.Context) *Result {
-	return r.tick(ctx, TriggerManual, false)
+	return r.runTick(ctx, TriggerManual, false)
 }
 
 // TickFor is Tick for a tick that t asked for.
 func (r *Reconciler) TickFor(ctx context.Context, t Trigger) *Result {
-	return r.tick(ctx, t, false)
+	return r.runTick(ctx, t, false)
 }
 
 // Plan runs read, observe and diff, and writes nothing (`recond diff`).
 func (r *Reconciler) Plan(ctx context.Context) *Result {
-	return r.tick(ctx, TriggerManual, true)
+	return r.runTick(ctx, TriggerManual, true)
 }
 
-func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Result {
+func (r *Reconciler) runTick(ctx context.Context, why Trigger, planOnly bool) *Result {
 	id, links := r.begin()
 	defer r.end(id)
 	if len(links) > 0 {
@@ -70,18 +82,19 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 		ctx = o.TickStart(ctx)
 	}
 	st := &State{cfg: r.cfg, ctx: ctx, stop: ctx.Done(), recreates: &keySet{}, trigger: why, tick: id}
+	t := &tick{r: r, st: st}
 	lc, costs := r.live.(LiveCost)
 	var before ObserveCost
 	if costs {
 		before = lc.Cost()
 	}
 	if !planOnly && !r.cfg.DryRun {
-		r.keepInventory(ctx, st)
+		inventoryStore{r}.keep(ctx, st)
 	}
 
 	succeeded := map[Phase]bool{}
 	failed := false
-	for _, ph := range r.phases() {
+	for _, ph := range phases {
 		if planOnly && !ph.plan {
 			continue
 		}
@@ -102,18 +115,19 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 		}
 		// What the phases before this one left, for the tick's result if
 		// this one is abandoned: its goroutine keeps st.
-		before := *st
-		ok, abandoned := r.runPhase(pctx, ph, st, res)
+		before := *t.st
+		ok, abandoned := t.runPhase(pctx, ph, res)
 		// An abandoned phase fails the tick even aside: the loop stalled.
 		succeeded[ph.p], failed = ok, failed || !ok && (!ph.aside || abandoned)
 		if abandoned {
 			// No later phase runs beside the one still running.
-			st = &before
+			t.st = &before
 			break
 		}
 	}
+	st = t.st
 	if !planOnly {
-		res.Heals = r.heal.healed(res.Start, st.Ops, time.Now())
+		res.Heals = r.mem.healed(res.Start, healWrites(st.Ops), time.Now())
 		for _, h := range res.Heals {
 			if h.Fight {
 				// Come back when the back-off ends, whatever the interval.
@@ -124,7 +138,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	if costs {
 		after := lc.Cost()
 		res.Observe = &ObserveCost{Calls: after.Calls - before.Calls, SyncWait: after.SyncWait - before.SyncWait, CacheAge: after.CacheAge,
-			Restarts: r.restartsSince(after.Restarts)}
+			Restarts: r.mem.restartsSince(after.Restarts)}
 	}
 	res.BackingOff = st.BackingOff
 	res.Revision, res.Fetched, res.Superseded, res.HooksWaiting, res.Chart = st.Revision, st.Fetched, st.Superseded, st.HooksWaiting, st.Chart
@@ -143,7 +157,7 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	if !st.suspensionRead {
 		// Not read this tick (it failed before the inventory was read):
 		// the last one known, while it lasts.
-		st.suspension.Active = r.suspend.lastKnown()
+		st.suspension.Active = r.mem.lastKnown()
 	}
 	if s := st.suspension.Active; s.Active(time.Now()) {
 		res.Suspension = s
@@ -151,15 +165,15 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 	}
 	if res.Suspension == nil {
 		// Told by the first tick that no longer finds it suspended.
-		res.ResumedBy = r.suspend.takeResumedBy()
+		res.ResumedBy = r.mem.takeResumedBy()
 	}
-	res.Inventory = ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: inventoryName(r.cfg.Name)}
-	if inv := r.inventory(); inv != nil {
+	res.Inventory = ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: inventory.Name(r.cfg.Name)}
+	if inv := r.mem.inventory(); inv != nil {
 		res.Inventory.UID, res.Inventory.ResourceVersion = inv.UID, inv.ResourceVersion
 	}
 	res.Quiet = st.quiet != nil
 	if !planOnly {
-		r.keepQuiet(st, res)
+		t.keepQuiet(res)
 	}
 	res.Duration = time.Since(res.Start)
 	switch {
@@ -182,13 +196,13 @@ func (r *Reconciler) tick(ctx context.Context, why Trigger, planOnly bool) *Resu
 // times the phase, recovers a panic, abandons a phase that outlives the
 // tick's deadline, and classifies the error once. It reports whether the
 // phase succeeded and whether it was abandoned (it is still running).
-func (r *Reconciler) runPhase(ctx context.Context, ph phase, st *State, res *Result) (bool, bool) {
-	p := ph.p
+func (t *tick) runPhase(ctx context.Context, ph phase, res *Result) (bool, bool) {
+	r, p := t.r, ph.p
 	for _, o := range r.observers {
 		ctx = o.PhaseStart(ctx, p)
 	}
 	start := time.Now()
-	err, abandoned := r.runBounded(ctx, ph, st)
+	err, abandoned := t.runBounded(ctx, ph)
 	// A phase that stopped work of its own that outlived the deadline (a
 	// render worker killed) counts as abandoned too, though it returned.
 	pr := PhaseResult{Phase: p, Duration: time.Since(start), Aside: ph.aside && !abandoned,
@@ -223,7 +237,8 @@ const maxStrays = 2
 // runBounded runs the phase in a goroutine of its own and waits for it, or,
 // once ctx is done, for abandonAfter more. An abandoned phase keeps its
 // goroutine (Go cannot stop it) and counts as a stray until it returns.
-func (r *Reconciler) runBounded(ctx context.Context, ph phase, st *State) (error, bool) {
+func (t *tick) runBounded(ctx context.Context, ph phase) (error, bool) {
+	r, own := t.r, &tick{r: t.r, st: t.st}
 	const (
 		running int32 = iota
 		returned
@@ -232,7 +247,7 @@ func (r *Reconciler) runBounded(ctx context.Context, ph phase, st *State) (error
 	var state atomic.Int32
 	done := make(chan error, 1)
 	go func() {
-		err := safeRun(ctx, ph.fn, st)
+		err := safeRun(ctx, ph.fn, own)
 		if !state.CompareAndSwap(running, returned) {
 			// Abandoned: nobody waits for err.
 			r.strayReturned()
@@ -246,12 +261,12 @@ func (r *Reconciler) runBounded(ctx context.Context, ph phase, st *State) (error
 		return err, false
 	case <-ctx.Done():
 	}
-	t := time.NewTimer(r.abandonAfter)
-	defer t.Stop()
+	timer := time.NewTimer(r.abandonAfter)
+	defer timer.Stop()
 	select {
 	case err := <-done:
 		return err, false
-	case <-t.C:
+	case <-timer.C:
 	}
 	// Counted before the phase can see it abandoned, so that Strays is
 	// never below 0.
@@ -263,11 +278,23 @@ func (r *Reconciler) runBounded(ctx context.Context, ph phase, st *State) (error
 	return fmt.Errorf("%w: the %s phase did not return within %s of its context's end", errAbandoned, ph.p, r.abandonAfter), true
 }
 
-func safeRun(ctx context.Context, fn phaseFunc, st *State) (err error) {
+func safeRun(ctx context.Context, fn phaseFunc, t *tick) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%w: %v\n%s", errPhasePanic, v, debug.Stack())
 		}
 	}()
-	return fn(ctx, st)
+	return fn(t, ctx)
+}
+
+// healWrites are the writes of ops that may have healed drift: the
+// creates and updates that succeeded.
+func healWrites(ops []Operation) []heal.Write {
+	var out []heal.Write
+	for _, op := range ops {
+		if op.Err == nil && op.Action != diff.Delete {
+			out = append(out, heal.Write{Kind: op.Kind, Name: op.Name})
+		}
+	}
+	return out
 }

@@ -41,16 +41,16 @@ type quietMemo struct {
 	healthUntil time.Time
 }
 
-// quietFor returns the memo a tick may reuse, or nil: st is at the
-// memo's revision and render, the watch cache has seen no change since,
-// and the tick was not asked for by hand.
-func (r *Reconciler) quietFor(st *State, gen uint64, ok bool) *quietMemo {
+// quietFor returns the memo the tick may reuse, or nil: it is at the
+// memo's revision and render, the watch cache has seen no change since
+// (gen, ok: its generation when observe began), and the tick was not asked
+// for by hand.
+func (t *tick) quietFor(gen uint64, ok bool) *quietMemo {
+	st := t.st
 	if !ok || st.trigger == TriggerManual {
 		return nil
 	}
-	r.mu.Lock()
-	q := r.quiet
-	r.mu.Unlock()
+	q := t.r.mem.lastQuiet()
 	if q == nil || q.gen != gen || q.revision != st.Revision || !sameSlice(q.desired, st.Desired) {
 		return nil
 	}
@@ -59,8 +59,8 @@ func (r *Reconciler) quietFor(st *State, gen uint64, ok bool) *quietMemo {
 
 // liveGeneration is the watch cache's generation, ok false when there is
 // no watch cache or it cannot vouch for its stores.
-func (r *Reconciler) liveGeneration() (uint64, bool) {
-	g, isGen := r.live.(LiveGeneration)
+func liveGeneration(live Live) (uint64, bool) {
+	g, isGen := live.(LiveGeneration)
 	if !isGen {
 		return 0, false
 	}
@@ -78,22 +78,21 @@ func sameSlice(a, b []*unstructured.Unstructured) bool {
 // nothing pending (hooks, a fight's back-off, objects terminating,
 // orphans, a suspension, kinds not served) leaves a memo; any other tick
 // drops it. A quiet tick keeps the memo it used.
-func (r *Reconciler) keepQuiet(st *State, res *Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (t *tick) keepQuiet(res *Result) {
+	st := t.st
 	if st.quiet != nil && res.Failure() == nil && !st.wrote && len(st.Changes) == 0 {
 		return
 	}
-	r.quiet = nil
 	if !st.genOK || res.Failure() != nil || st.wrote || len(st.Changes) > 0 || len(st.Ops) > 0 ||
 		len(st.Terminating) > 0 || len(st.BackingOff) > 0 || len(st.HooksWaiting) > 0 || len(st.Orphans) > 0 ||
 		len(st.unserved) > 0 || len(st.Rejected) > 0 || len(st.misspelt) > 0 || st.suspension.Active != nil ||
 		st.Health == nil || st.trigger == TriggerManual || !hooksDone(st) {
+		t.r.mem.setQuiet(nil)
 		return
 	}
-	r.quiet = &quietMemo{revision: st.Revision, desired: st.Desired, gen: st.gen, live: st.Live,
+	t.r.mem.setQuiet(&quietMemo{revision: st.Revision, desired: st.Desired, gen: st.gen, live: st.Live,
 		skipped: st.Skipped, equivalent: st.Equivalent, managed: st.Counts.Managed,
-		health: st.Health, healthUntil: st.healthUntil}
+		health: st.Health, healthUntil: st.healthUntil})
 }
 
 // hooksDone reports whether the revision's hooks, if any, have all run.
