@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"recond.dev/recond/reconcile/source/helm"
+	"recond.dev/recond/reconcile/source/kustomize"
 	"recond.dev/recond/reconcile/source/render"
 )
 
@@ -49,7 +50,7 @@ func TestRenderersReadAnySource(t *testing.T) {
 			return names(ms), err
 		},
 		"kustomize": func(root Dir) (any, error) {
-			out, err := kustomizeBuild(ctx, root, "kust", render.NewBudget(DefaultLimits), helmRequest{})
+			out, err := kustomize.Build(ctx, root, "kust", render.NewBudget(DefaultLimits), helmRequest{})
 			return string(out), err
 		},
 		"helm": func(root Dir) (any, error) {

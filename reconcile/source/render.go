@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/api/sealed"
 
 	"recond.dev/recond/reconcile/source/helm"
+	"recond.dev/recond/reconcile/source/kustomize"
 	"recond.dev/recond/reconcile/source/render"
 )
 
@@ -113,7 +111,7 @@ func (s *Source) renderWith(ctx context.Context, now time.Time, sha string, root
 	if e, err := dir.Entry(helm.ChartFile); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
 		return s.helm(ctx, now, sha, root, b)
 	}
-	for _, name := range kustomizationFiles {
+	for _, name := range kustomize.Files {
 		if e, err := dir.Entry(name); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
 			return s.kustomize(ctx, now, sha, root, b)
 		}
@@ -153,15 +151,12 @@ func (s *Source) tree(sha string) (time.Time, Dir, Dir, error) {
 	return commit.Committer.When.UTC(), gitDir{root}, gitDir{dir}, nil
 }
 
-// kustomizeMu serialises kustomize runs: kustomize keeps global state (its
-// OpenAPI schema).
-var kustomizeMu sync.Mutex
-
 // kustomize builds the kustomization at s.dir and decodes what it produced.
 // With a Worker configured, the build runs in a worker process (see
-// worker.go) that is killed when ctx is done; otherwise it runs in-process.
+// worker.go) that is killed when ctx is done; otherwise it runs in-process
+// (kustomize.InProcess).
 func (s *Source) kustomize(ctx context.Context, now time.Time, sha string, root Dir, b *render.Budget) ([]Manifest, error) {
-	label := kustomizeLabel(s.dir)
+	label := kustomize.Label(s.dir)
 	req, err := s.helmRequest(ctx, now)
 	var capsErr *capabilitiesError
 	if errors.As(err, &capsErr) {
@@ -177,88 +172,12 @@ func (s *Source) kustomize(ctx context.Context, now time.Time, sha string, root 
 			return s.renderInWorker(ctx, sha, b, label, &req, false)
 		}
 		b.SetBytesRead(read) // a render again with the seed reads the same files: count them once
-		return kustomizeInProcess(ctx, root, s.dir, b, req)
+		return kustomize.InProcess(ctx, root, s.dir, b, req)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return b.Decode(label, out)
-}
-
-func kustomizeLabel(dir string) string { return "kustomize build " + dir }
-
-// kustomizeInProcess runs kustomizeBuild in a goroutine of its own so that
-// it returns as soon as ctx is done; the file system then fails its next
-// read, which stops kustomize, but a build that computes without reading
-// goes on (and holds kustomizeMu) until it ends: the worker process is the
-// way to stop one.
-func kustomizeInProcess(ctx context.Context, root Dir, dir string, b *render.Budget, req helmRequest) ([]byte, error) {
-	return render.InGoroutine(ctx, func() ([]byte, error) {
-		kustomizeMu.Lock()
-		defer kustomizeMu.Unlock()
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		// Once ctx is done, the file system fails its next read.
-		return kustomizeBuild(ctx, root, dir, b, req)
-	})
-}
-
-// kustomizeBuild builds the kustomization at dir with the sealed kustomize
-// (no network, no processes, no plugins but the builtin ones) reading
-// lazily from the commit's tree through a read-only, bounded file system,
-// and returns its YAML output, bounded by MaxObjects and MaxBytes. Every
-// error is a *ManifestError, or ctx's.
-func kustomizeBuild(ctx context.Context, root Dir, dir string, b *render.Budget, req helmRequest) (out []byte, err error) {
-	label := kustomizeLabel(dir)
-	defer func() { err = b.Safe(err) }() // last: no error quotes a secret value (secrets.go)
-	defer func() {
-		// A panic in kustomize (some malformed kustomizations reach one)
-		// must not end the process: fail the render.
-		if p := recover(); p != nil {
-			out, err = nil, render.Fault(fmt.Errorf("kustomize failed: %v", p), label)
-		}
-	}()
-	tfs := render.NewFS(ctx, root, b)
-	if err := checkKustomizations(tfs, dir); err != nil {
-		return nil, render.Fault(err, label)
-	}
-	// A kustomization's helmCharts are rendered by recond's chart renderer,
-	// from the repository, sealed as a chart at --path is (helm.go). Set
-	// here, under kustomizeMu (or alone in a worker process).
-	var noSeed error
-	sealed.HelmTemplate = func(hr sealed.HelmRequest) ([]byte, error) {
-		out, err := helm.KustomizeChart(ctx, tfs, req, hr)
-		if errors.Is(err, ErrNoSeed) {
-			noSeed = err
-		}
-		return out, err
-	}
-	defer func() { sealed.HelmTemplate = nil }()
-	// The default options allow builtin plugins only and restrict loads to
-	// the kustomization's root; the helm "command" is never run.
-	opts := krusty.MakeDefaultOptions()
-	opts.PluginConfig.HelmConfig.Enabled, opts.PluginConfig.HelmConfig.Command = true, "recond"
-	resources, err := krusty.MakeKustomizer(opts).Run(tfs, render.Abs(dir))
-	if noSeed != nil {
-		return nil, &ManifestError{File: label, Err: noSeed}
-	}
-	if err == nil {
-		if n := resources.Size(); n > b.Limits().MaxObjects {
-			return nil, newLimitError(LimitObjects, int64(n), int64(b.Limits().MaxObjects), label)
-		}
-		out, err = resources.AsYaml()
-	}
-	if err != nil {
-		if fault := tfs.Err(); fault != nil {
-			return nil, render.Fault(fault, label)
-		}
-		return nil, render.Fault(err, label)
-	}
-	if n := int64(len(out)); n > b.Limits().MaxBytes {
-		return nil, newLimitError(LimitBytes, n, b.Limits().MaxBytes, label)
-	}
-	return out, nil
 }
 
 // SensitiveValues are the values a render of sha decrypted that are secret

@@ -25,6 +25,7 @@ import (
 
 	"recond.dev/recond/internal/transient"
 	"recond.dev/recond/reconcile/source/helm"
+	"recond.dev/recond/reconcile/source/kustomize"
 	"recond.dev/recond/reconcile/source/render"
 )
 
@@ -236,7 +237,7 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 		if req.Chart {
 			return helm.Build(context.Background(), root, req.Dir, b, h)
 		}
-		return kustomizeBuild(context.Background(), root, req.Dir, b, h)
+		return kustomize.Build(context.Background(), root, req.Dir, b, h)
 	}()
 	w := bufio.NewWriter(out)
 	h := workerHeader{Len: int64(len(yaml))}

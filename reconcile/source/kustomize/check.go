@@ -1,4 +1,4 @@
-package source
+package kustomize
 
 import (
 	"bufio"
@@ -17,8 +17,9 @@ import (
 	"recond.dev/recond/reconcile/source/render"
 )
 
-// kustomizationFiles are the names kustomize looks for, in its order.
-var kustomizationFiles = konfig.RecognizedKustomizationFileNames()
+// Files are the names of a kustomization file, in the order kustomize
+// looks for them.
+var Files = konfig.RecognizedKustomizationFileNames()
 
 // remoteRE matches what looks like a URL or a remote Git repository: a
 // scheme, go-getter's "git::", scp-like "user@host:path", or a well-known
@@ -41,7 +42,7 @@ func checkKustomizations(tfs *render.FS, dir string) error {
 		seen[dir] = true
 		file := ""
 		var data []byte
-		for _, name := range kustomizationFiles {
+		for _, name := range Files {
 			p := path.Join(dir, name)
 			n, err := tfs.Lookup(render.Abs(p))
 			if errors.Is(err, fs.ErrNotExist) {
@@ -64,13 +65,13 @@ func checkKustomizations(tfs *render.FS, dir string) error {
 		}
 		var k types.Kustomization
 		if err := k.Unmarshal(data); err != nil {
-			return &ManifestError{File: file, Err: err}
+			return &render.ManifestError{File: file, Err: err}
 		}
 		if len(k.HelmChartInflationGenerator) > 0 {
-			return &ManifestError{File: file, Err: errors.New("helmChartInflationGenerator is not supported: use helmCharts (charts vendored under helmGlobals.chartHome)")}
+			return &render.ManifestError{File: file, Err: errors.New("helmChartInflationGenerator is not supported: use helmCharts (charts vendored under helmGlobals.chartHome)")}
 		}
 		if err := checkHelmCharts(tfs, dir, &k); err != nil {
-			return &ManifestError{File: file, Err: err}
+			return &render.ManifestError{File: file, Err: err}
 		}
 		psm := k.PatchesStrategicMerge
 		k.FixKustomization()
@@ -79,11 +80,11 @@ func checkKustomizations(tfs *render.FS, dir string) error {
 		check := func(field, entry string, dirOK bool) error {
 			n, err := checkEntry(tfs, dir, entry)
 			if err != nil {
-				return &ManifestError{File: file, Err: fmt.Errorf("%s entry %q: %w", field, entry, err)}
+				return &render.ManifestError{File: file, Err: fmt.Errorf("%s entry %q: %w", field, entry, err)}
 			}
 			if n.Dir != nil {
 				if !dirOK {
-					return &ManifestError{File: file, Err: fmt.Errorf("%s entry %q: is a directory", field, entry)}
+					return &render.ManifestError{File: file, Err: fmt.Errorf("%s entry %q: is a directory", field, entry)}
 				}
 				dirs = append(dirs, n.Path)
 			}
@@ -325,7 +326,7 @@ func checkSecretSources(f *render.FS, file, dir string, k *types.Kustomization) 
 	for _, g := range k.SecretGenerator {
 		object := render.Ref("Secret", g.Name)
 		fail := func(format string, args ...any) error {
-			return &ManifestError{File: file, Object: object, Err: render.SecretErrorf("secretGenerator: "+format, args...)}
+			return &render.ManifestError{File: file, Object: object, Err: render.SecretErrorf("secretGenerator: "+format, args...)}
 		}
 		for i, lit := range g.LiteralSources {
 			m.AddText(lit)
