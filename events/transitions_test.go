@@ -76,16 +76,37 @@ func summary(is []Intent) []string {
 	return out
 }
 
+// step is one tick given to a Transitions, the Events it should give (as
+// summary writes them) and, by index, what their notes must contain.
+type step struct {
+	name  string
+	res   *reconcile.Result
+	want  []string
+	notes map[int]string
+}
+
+// walk gives tr each step's tick in order and checks the Events of each.
+func walk(t *testing.T, tr *Transitions, steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		got := tr.Next(s.res)
+		if d := cmp.Diff(s.want, summary(got)); d != "" {
+			t.Errorf("%s: Events (-want +got):\n%s", s.name, d)
+			continue
+		}
+		for i, says := range s.notes {
+			if !strings.Contains(got[i].Note, says) {
+				t.Errorf("%s: Event %d note %q does not say %q", s.name, i, got[i].Note, says)
+			}
+		}
+	}
+}
+
 func TestTransitions(t *testing.T) {
 	web := func(s health.Status) reconcile.ObjectHealth { return obj("Deployment", "web", s, "msg "+string(s)) }
 	cm := obj("ConfigMap", "settings", health.Current, "")
-	steps := []struct {
-		name string
-		res  *reconcile.Result
-		want []string
-		// notes each intent's note must contain, by index
-		notes map[int]string
-	}{
+	var tr Transitions
+	walk(t, &tr, []step{
 		{"first sync: created, revision applied, still progressing",
 			applied(tick("aaaa", ok(all...), healthOf(web(health.InProgress), cm),
 				op(diff.Create, "Deployment", "web", nil), op(diff.Create, "ConfigMap", "settings", nil))),
@@ -135,20 +156,7 @@ func TestTransitions(t *testing.T) {
 		{"pruned", applied(tick("eeee", ok(all...), healthOf(web(health.Current)), op(diff.Delete, "ConfigMap", "settings", nil))),
 			[]string{"Normal Pruned ConfigMap/settings", "Normal RevisionApplied ConfigMap/recond-inventory-recond",
 				"Normal RevisionHealthy ConfigMap/recond-inventory-recond", "Normal Recovered ConfigMap/recond-inventory-recond"}, nil},
-	}
-	var tr Transitions
-	for _, s := range steps {
-		got := tr.Next(s.res)
-		if d := cmp.Diff(s.want, summary(got)); d != "" {
-			t.Errorf("%s: Events (-want +got):\n%s", s.name, d)
-			continue
-		}
-		for i, says := range s.notes {
-			if !strings.Contains(got[i].Note, says) {
-				t.Errorf("%s: Event %d note %q does not say %q", s.name, i, got[i].Note, says)
-			}
-		}
-	}
+	})
 	for i := range 20 {
 		if got := tr.Next(tick("eeee", ok(all...), healthOf(web(health.Current)))); len(got) != 0 {
 			t.Fatalf("converged tick %d: %v", i+1, summary(got))
@@ -266,50 +274,35 @@ func TestApplyFailedOnceUntilFixed(t *testing.T) {
 			op(diff.Update, "Deployment", "web", errors.New("admission denied")))
 	}
 	var tr Transitions
-	steps := []struct {
-		name string
-		r    *reconcile.Result
-		want []string
-	}{
-		{"fails", fail(), []string{"Warning ApplyFailed Deployment/web", "Warning TickFailed ConfigMap/recond-inventory-recond"}},
-		{"fails again", fail(), []string{}},
+	walk(t, &tr, []step{
+		{"fails", fail(), []string{"Warning ApplyFailed Deployment/web", "Warning TickFailed ConfigMap/recond-inventory-recond"}, nil},
+		{"fails again", fail(), []string{}, nil},
 		{"apply phase fails, write not attempted: still the same streak",
 			tick("aaaa", failedIn(reconcile.PhaseApply, reconcile.PhaseRead), nil, op(diff.Create, "Service", "s", nil)),
-			[]string{"Normal Created Service/s"}},
-		{"apply ran and no longer fails it", tick("aaaa", ok(all...), nil), []string{"Normal Recovered ConfigMap/recond-inventory-recond"}},
-		{"fails: news again", fail(), []string{"Warning ApplyFailed Deployment/web", "Warning TickFailed ConfigMap/recond-inventory-recond"}},
-	}
-	for _, s := range steps {
-		if d := cmp.Diff(s.want, summary(tr.Next(s.r))); d != "" {
-			t.Errorf("%s: Events (-want +got):\n%s", s.name, d)
-		}
-	}
+			[]string{"Normal Created Service/s"}, nil},
+		{"apply ran and no longer fails it", tick("aaaa", ok(all...), nil), []string{"Normal Recovered ConfigMap/recond-inventory-recond"}, nil},
+		{"fails: news again", fail(), []string{"Warning ApplyFailed Deployment/web", "Warning TickFailed ConfigMap/recond-inventory-recond"}, nil},
+	})
 }
 
 // TestHealthTransitions: degraded once until current again; an object that
 // leaves and comes back failed is news.
 func TestHealthTransitions(t *testing.T) {
-	web := func(s health.Status) *reconcile.Health { return healthOf(obj("Deployment", "web", s, "deadline")) }
-	var tr Transitions
-	for _, s := range []struct {
-		name string
-		h    *reconcile.Health
-		want []string
-	}{
-		{"failed the first time this process sees it", web(health.Failed), []string{"Warning HealthDegraded Deployment/web"}},
-		{"in progress", web(health.InProgress), []string{}},
-		{"failed again without having recovered", web(health.Failed), []string{}},
-		{"unknown", web(health.Unknown), []string{}},
-		{"current", web(health.Current), []string{"Normal HealthRecovered Deployment/web", "Normal RevisionHealthy ConfigMap/recond-inventory-recond"}},
-		{"current again", web(health.Current), []string{}},
-		{"failed", web(health.Failed), []string{"Warning HealthDegraded Deployment/web"}},
-		{"gone", healthOf(), []string{}},
-		{"back, failed", web(health.Failed), []string{"Warning HealthDegraded Deployment/web"}},
-	} {
-		if d := cmp.Diff(s.want, summary(tr.Next(tick("aaaa", ok(all...), s.h)))); d != "" {
-			t.Errorf("%s: Events (-want +got):\n%s", s.name, d)
-		}
+	web := func(s health.Status) *reconcile.Result {
+		return tick("aaaa", ok(all...), healthOf(obj("Deployment", "web", s, "deadline")))
 	}
+	var tr Transitions
+	walk(t, &tr, []step{
+		{"failed the first time this process sees it", web(health.Failed), []string{"Warning HealthDegraded Deployment/web"}, nil},
+		{"in progress", web(health.InProgress), []string{}, nil},
+		{"failed again without having recovered", web(health.Failed), []string{}, nil},
+		{"unknown", web(health.Unknown), []string{}, nil},
+		{"current", web(health.Current), []string{"Normal HealthRecovered Deployment/web", "Normal RevisionHealthy ConfigMap/recond-inventory-recond"}, nil},
+		{"current again", web(health.Current), []string{}, nil},
+		{"failed", web(health.Failed), []string{"Warning HealthDegraded Deployment/web"}, nil},
+		{"gone", tick("aaaa", ok(all...), healthOf()), []string{}, nil},
+		{"back, failed", web(health.Failed), []string{"Warning HealthDegraded Deployment/web"}, nil},
+	})
 }
 
 // TestSecretErrorIsWithheld: an API error about a Secret may quote what it
@@ -361,26 +354,17 @@ func TestSecretErrorIsWithheld(t *testing.T) {
 func TestRevisionHealthyOnlyAtTheAppliedRevision(t *testing.T) {
 	web := func(s health.Status) *reconcile.Health { return healthOf(obj("Deployment", "web", s, "")) }
 	var tr Transitions
-	steps := []struct {
-		name string
-		res  *reconcile.Result
-		want []string
-	}{
+	walk(t, &tr, []step{
 		{"aaaa applied, progressing", applied(tick("aaaa", ok(all...), web(health.InProgress), op(diff.Create, "Deployment", "web", nil))),
-			[]string{"Normal Created Deployment/web", "Normal RevisionApplied ConfigMap/recond-inventory-recond"}},
+			[]string{"Normal Created Deployment/web", "Normal RevisionApplied ConfigMap/recond-inventory-recond"}, nil},
 		{"bbbb fails to apply; aaaa's objects healthy",
 			tick("bbbb", append(failedIn(reconcile.PhaseApply, reconcile.PhaseRead, reconcile.PhaseObserve, reconcile.PhaseDiff), reconcile.PhaseResult{Phase: reconcile.PhaseHealth}),
 				web(health.Current), op(diff.Update, "Deployment", "web", errors.New("admission denied"))),
-			[]string{"Warning ApplyFailed Deployment/web", "Warning TickFailed ConfigMap/recond-inventory-recond"}},
+			[]string{"Warning ApplyFailed Deployment/web", "Warning TickFailed ConfigMap/recond-inventory-recond"}, nil},
 		{"bbbb applied, healthy", applied(tick("bbbb", ok(all...), web(health.Current), op(diff.Update, "Deployment", "web", nil, "spec.replicas"))),
 			[]string{"Normal Updated Deployment/web", "Normal RevisionApplied ConfigMap/recond-inventory-recond",
-				"Normal RevisionHealthy ConfigMap/recond-inventory-recond", "Normal Recovered ConfigMap/recond-inventory-recond"}},
-	}
-	for _, s := range steps {
-		if d := cmp.Diff(s.want, summary(tr.Next(s.res))); d != "" {
-			t.Errorf("%s: Events (-want +got):\n%s", s.name, d)
-		}
-	}
+				"Normal RevisionHealthy ConfigMap/recond-inventory-recond", "Normal Recovered ConfigMap/recond-inventory-recond"}, nil},
+	})
 }
 
 // TestObjectsOfTwoGroupsAreTwoObjects: a Widget of one group failing does
@@ -427,31 +411,16 @@ func TestSuspensionTransitions(t *testing.T) {
 	}
 	longer := *sus
 	longer.Until = start.Add(4 * time.Hour)
-	steps := []struct {
-		name string
-		res  *reconcile.Result
-		want []string
-		note string
-	}{
-		{"suspended", at(tick("aaaa", ok(all...), nil), start, sus, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, "suspended by alice until 2026-12-02T12:00:00Z: incident 42"},
-		{"still suspended: nothing", at(tick("aaaa", ok(all...), nil), start.Add(time.Minute), sus, ""), []string{}, ""},
-		{"extended", at(tick("aaaa", ok(all...), nil), start.Add(2*time.Minute), &longer, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, "until 2026-12-02T14:00:00Z"},
-		{"resumed by bob", at(tick("aaaa", ok(all...), nil), start.Add(3*time.Minute), nil, "bob"), []string{"Normal Resumed ConfigMap/recond-inventory-recond"}, "resumed by bob (suspended by alice: incident 42)"},
-		{"not suspended: nothing", at(tick("aaaa", ok(all...), nil), start.Add(4*time.Minute), nil, ""), []string{}, ""},
-		{"suspended again", at(tick("aaaa", ok(all...), nil), start.Add(5*time.Minute), sus, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, ""},
-		{"ran out", at(tick("aaaa", ok(all...), nil), sus.Until.Add(time.Second), nil, ""), []string{"Normal Resumed ConfigMap/recond-inventory-recond"}, "ran out at 2026-12-02T12:00:00Z"},
-		{"suspended once more", at(tick("aaaa", ok(all...), nil), start.Add(6*time.Minute), sus, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, ""},
-		{"annotations removed", at(tick("aaaa", ok(all...), nil), start.Add(7*time.Minute), nil, ""), []string{"Normal Resumed ConfigMap/recond-inventory-recond"}, "annotations were removed"},
-	}
 	var tr Transitions
-	for _, s := range steps {
-		got := tr.Next(s.res)
-		if d := cmp.Diff(s.want, summary(got)); d != "" {
-			t.Errorf("%s: Events (-want +got):\n%s", s.name, d)
-			continue
-		}
-		if s.note != "" && !strings.Contains(got[0].Note, s.note) {
-			t.Errorf("%s: note %q does not say %q", s.name, got[0].Note, s.note)
-		}
-	}
+	walk(t, &tr, []step{
+		{"suspended", at(tick("aaaa", ok(all...), nil), start, sus, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, map[int]string{0: "suspended by alice until 2026-12-02T12:00:00Z: incident 42"}},
+		{"still suspended: nothing", at(tick("aaaa", ok(all...), nil), start.Add(time.Minute), sus, ""), []string{}, nil},
+		{"extended", at(tick("aaaa", ok(all...), nil), start.Add(2*time.Minute), &longer, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, map[int]string{0: "until 2026-12-02T14:00:00Z"}},
+		{"resumed by bob", at(tick("aaaa", ok(all...), nil), start.Add(3*time.Minute), nil, "bob"), []string{"Normal Resumed ConfigMap/recond-inventory-recond"}, map[int]string{0: "resumed by bob (suspended by alice: incident 42)"}},
+		{"not suspended: nothing", at(tick("aaaa", ok(all...), nil), start.Add(4*time.Minute), nil, ""), []string{}, nil},
+		{"suspended again", at(tick("aaaa", ok(all...), nil), start.Add(5*time.Minute), sus, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, nil},
+		{"ran out", at(tick("aaaa", ok(all...), nil), sus.Until.Add(time.Second), nil, ""), []string{"Normal Resumed ConfigMap/recond-inventory-recond"}, map[int]string{0: "ran out at 2026-12-02T12:00:00Z"}},
+		{"suspended once more", at(tick("aaaa", ok(all...), nil), start.Add(6*time.Minute), sus, ""), []string{"Warning Suspended ConfigMap/recond-inventory-recond"}, nil},
+		{"annotations removed", at(tick("aaaa", ok(all...), nil), start.Add(7*time.Minute), nil, ""), []string{"Normal Resumed ConfigMap/recond-inventory-recond"}, map[int]string{0: "annotations were removed"}},
+	})
 }
