@@ -53,9 +53,7 @@ type chartRun struct {
 //
 //	make bench   (or: RECOND_BENCH=1 HELM_BIN=... go test -run TestCharts -v ./bench/)
 func TestCharts(t *testing.T) {
-	if os.Getenv("RECOND_BENCH") != "1" {
-		t.Skip("set RECOND_BENCH=1 (make bench)")
-	}
+	benchOnly(t)
 	helm, err := tools.Lookup(tools.Helm)
 	if err != nil {
 		t.Skipf("%v (make bench builds it)", err)

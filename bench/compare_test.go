@@ -84,9 +84,7 @@ type run struct {
 // and 1) side by side on one kube-apiserver, for each N of RECOND_BENCH_N
 // (default 90,300,900,3000), and reports the tables; see the package doc.
 func TestCompare(t *testing.T) {
-	if os.Getenv("RECOND_BENCH") != "1" {
-		t.Skip("the comparison runs with RECOND_BENCH=1 (make bench)")
-	}
+	benchOnly(t)
 	ns := []int{90, 300, 900, 3000}
 	if s := os.Getenv("RECOND_BENCH_N"); s != "" {
 		ns = nil

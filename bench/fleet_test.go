@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -130,9 +129,7 @@ type fleetRun struct {
 // From it, what 1,000 namespaces would cost on paper. Part of `make bench`,
 // never of `make test`.
 func TestFleet(t *testing.T) {
-	if os.Getenv("RECOND_BENCH") != "1" {
-		t.Skip("set RECOND_BENCH=1 (make bench)")
-	}
+	benchOnly(t)
 	procs := envInt("RECOND_BENCH_FLEET", 100)
 	if procs <= 0 {
 		t.Skip("RECOND_BENCH_FLEET=0")
@@ -196,22 +193,11 @@ func TestFleet(t *testing.T) {
 	}
 }
 
-// buildFluxFleet builds bench/internal/fluxfleet as buildRecond builds
-// recond and returns its path.
-func buildFluxFleet(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "fluxfleet")
-	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./internal/fluxfleet").CombinedOutput(); err != nil {
-		t.Fatalf("build fluxfleet: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // engineProc is one engine process of the fleet.
 type engineProc struct {
 	ns   string // its namespace (recond)
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *testenv.SyncBuffer
 	done chan struct{} // closed when it exited
 }
 
@@ -224,7 +210,7 @@ func startEngine(t *testing.T, ns, bin string, args ...string) *engineProc {
 // (nil: this process's).
 func startEngineEnv(t *testing.T, ns string, env []string, bin string, args ...string) *engineProc {
 	t.Helper()
-	p := &engineProc{ns: ns, cmd: exec.Command(bin, args...), log: &lockedBuffer{}, done: make(chan struct{})}
+	p := &engineProc{ns: ns, cmd: exec.Command(bin, args...), log: &testenv.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = env
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
@@ -457,19 +443,7 @@ func fleetFlux(t *testing.T, cp *testenv.ControlPlane, bin, kubeconfig string, a
 // steady; ticks counts their ticks (reconciles) so far, and the failed ones.
 func measureFleet(t *testing.T, cp *testenv.ControlPlane, apiPID int, ps []*engineProc, ticks func() (int, int), steady time.Duration) fleetRun {
 	t.Helper()
-	ctx := context.Background()
-	reqs0, err := apiserverRequests(ctx, cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	etcd0, err := cp.EtcdCounters(ctx, etcdPut, etcdDelete, etcdTxn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpu0, err := cpuSeconds(apiPID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c0 := readAPICounters(t, cp, apiPID)
 	r := fleetRun{Steady: steady, ByVerb: map[string]float64{}, APIRSS0: pidStatus(apiPID, "VmRSS")}
 	ticks0, failed0 := ticks()
 	var sum, samples uint64
@@ -494,33 +468,22 @@ func measureFleet(t *testing.T, cp *testenv.ControlPlane, apiPID int, ps []*engi
 		time.Sleep(min(fleetSample, left))
 	}
 	elapsed := time.Since(start).Seconds()
-	reqs1, err := apiserverRequests(ctx, cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	etcd1, err := cp.EtcdCounters(ctx, etcdPut, etcdDelete, etcdTxn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpu1, err := cpuSeconds(apiPID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c1 := readAPICounters(t, cp, apiPID)
 	r.APIRSS1 = pidStatus(apiPID, "VmRSS")
-	r.APICPU = (cpu1 - cpu0) / elapsed
-	for verb, n := range reqs1 {
-		if d := n - reqs0[verb]; d > 0 {
+	r.APICPU = (c1.cpu - c0.cpu) / elapsed
+	for verb, n := range c1.reqs {
+		if d := n - c0.reqs[verb]; d > 0 {
 			r.ByVerb[verb] = d / elapsed
 			r.ReqPerSec += d / elapsed
 		}
 	}
 	for _, name := range []string{etcdPut, etcdDelete, etcdTxn} {
-		if _, ok := etcd1[name]; !ok {
+		if _, ok := c1.etcd[name]; !ok {
 			t.Errorf("etcd's /metrics has no %s", name)
 		}
 	}
-	r.EtcdWrites = (etcd1[etcdPut] - etcd0[etcdPut] + etcd1[etcdDelete] - etcd0[etcdDelete]) / elapsed
-	r.EtcdTxns = (etcd1[etcdTxn] - etcd0[etcdTxn]) / elapsed
+	r.EtcdWrites = (c1.etcd[etcdPut] - c0.etcd[etcdPut] + c1.etcd[etcdDelete] - c0.etcd[etcdDelete]) / elapsed
+	r.EtcdTxns = (c1.etcd[etcdTxn] - c0.etcd[etcdTxn]) / elapsed
 	ticks1, failed1 := ticks()
 	r.Ticks, r.Failed = ticks1-ticks0, failed1-failed0
 	if samples > 0 {
@@ -531,6 +494,33 @@ func measureFleet(t *testing.T, cp *testenv.ControlPlane, apiPID int, ps []*engi
 		r.PSS += pidKB(p.cmd.Process.Pid, "smaps_rollup", "Pss")
 	}
 	return r
+}
+
+// apiCounters is what the control plane has counted at one moment: the
+// API server's requests by verb, etcd's writes (etcdPut, etcdDelete,
+// etcdTxn) and the API server's CPU seconds.
+type apiCounters struct {
+	reqs, etcd map[string]float64
+	cpu        float64
+}
+
+// readAPICounters reads the counters of cp, whose API server is the
+// process apiPID.
+func readAPICounters(t *testing.T, cp *testenv.ControlPlane, apiPID int) apiCounters {
+	t.Helper()
+	ctx := context.Background()
+	var c apiCounters
+	var err error
+	if c.reqs, err = apiserverRequests(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	if c.etcd, err = cp.EtcdCounters(ctx, etcdPut, etcdDelete, etcdTxn); err != nil {
+		t.Fatal(err)
+	}
+	if c.cpu, err = cpuSeconds(apiPID); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // apiserverRequests sums kube-apiserver's apiserver_request_total by verb.
@@ -757,23 +747,4 @@ func replaceSection(path, begin, end, section string) error {
 		doc = strings.TrimRight(doc, "\n") + "\n\n" + section
 	}
 	return os.WriteFile(path, []byte(doc), 0o644)
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process writing while the test
-// reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -25,9 +25,7 @@ import (
 //
 //	RECOND_BENCH=1 go test -run '^TestHealBinary$' -v ./bench/   (in make bench)
 func TestHealBinary(t *testing.T) {
-	if os.Getenv("RECOND_BENCH") != "1" {
-		t.Skip("set RECOND_BENCH=1 (make bench)")
-	}
+	benchOnly(t)
 	bin := buildRecond(t)
 	const n, drifts = 900, 40
 	files := map[string]string{}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
 	"testing"
@@ -25,9 +24,7 @@ import (
 //
 //	make bench   (or: RECOND_BENCH=1 KUBEBUILDER_ASSETS=... go test -run '^TestOCI$' -v ./bench/)
 func TestOCI(t *testing.T) {
-	if os.Getenv("RECOND_BENCH") != "1" {
-		t.Skip("set RECOND_BENCH=1 (make bench)")
-	}
+	benchOnly(t)
 	bin := buildRecond(t)
 	const n = 1000
 	files := map[string]string{}

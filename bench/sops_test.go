@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,9 +22,7 @@ import (
 //
 //	make bench   (or: RECOND_BENCH=1 SOPS_BIN=... go test -run TestSOPS -v ./bench/)
 func TestSOPS(t *testing.T) {
-	if os.Getenv("RECOND_BENCH") != "1" {
-		t.Skip("set RECOND_BENCH=1 (make bench)")
-	}
+	benchOnly(t)
 	s := testenv.LiveSOPS(t)
 	id, recipient := s.Keygen()
 	keys := s.KeysFile(id)
@@ -101,15 +98,4 @@ func TestSOPS(t *testing.T) {
 	}
 	t.Logf("%d Secrets, plain: render in a worker %s (median of 5), recond sync peak RSS %s", n, renders["plain"], fmtMiB(rss["plain"]))
 	t.Logf("%d Secrets, SOPS-encrypted: render in a worker %s (median of 5), recond sync peak RSS %s", n, renders["sops"], fmtMiB(rss["sops"]))
-}
-
-// buildRecond builds the recond binary as the Makefile does (stripped,
-// trimmed) into a temporary directory and returns its path.
-func buildRecond(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "recond")
-	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "../cmd/recond").CombinedOutput(); err != nil {
-		t.Fatalf("build recond: %v\n%s", err, out)
-	}
-	return bin
 }
