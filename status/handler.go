@@ -149,10 +149,20 @@ func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
 	p.render(w, http.StatusOK, "index", v)
 }
 
-func (p *Page) serveTick(w http.ResponseWriter, r *http.Request) {
+// tickID is the tick id of the request's path, or false when it is not a
+// number from 1 and the request was answered 400.
+func tickID(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 	if err != nil || id == 0 {
 		http.Error(w, "tick id: want a number from 1", http.StatusBadRequest)
+		return 0, false
+	}
+	return id, true
+}
+
+func (p *Page) serveTick(w http.ResponseWriter, r *http.Request) {
+	id, ok := tickID(w, r)
+	if !ok {
 		return
 	}
 	rec, prog, _ := p.tick(id)
@@ -189,9 +199,8 @@ func (p *Page) serveStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Page) serveTickState(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
-	if err != nil || id == 0 {
-		http.Error(w, "tick id: want a number from 1", http.StatusBadRequest)
+	id, ok := tickID(w, r)
+	if !ok {
 		return
 	}
 	rec, prog, _ := p.tick(id)

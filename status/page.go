@@ -62,8 +62,14 @@ type Page struct {
 	ring []*record
 	next int
 	n    int
+	latest
+}
+
+// latest is what the last ticks left beside the ring, copied whole into
+// each view's snapshot.
+type latest struct {
 	// objects are the last health assessment's, replaced as a whole (never
-	// changed in place).
+	// changed in place); nil before the first assessment.
 	objects          *objectSet
 	health           string
 	revision         string
@@ -199,16 +205,10 @@ func (p *Page) TickEnd(ctx context.Context, r *reconcile.Result) {
 
 // snapshot is what one view reads, copied under the lock.
 type snapshot struct {
-	ticks            []*record  // newest first
-	objects          *objectSet // nil before the first health assessment
-	health           string
-	revision         string
-	chart            *Chart
-	suspension       *reconcile.Suspension
-	applied          string
-	lastEnd, success time.Time
-	progress         reconcile.Progress
-	now              time.Time
+	latest
+	ticks    []*record // newest first
+	progress reconcile.Progress
+	now      time.Time
 }
 
 func (p *Page) snapshot() snapshot {
@@ -218,8 +218,7 @@ func (p *Page) snapshot() snapshot {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := snapshot{ticks: make([]*record, 0, p.n), objects: p.objects, health: p.health,
-		revision: p.revision, chart: p.chart, suspension: p.suspension, applied: p.applied, lastEnd: p.lastEnd, success: p.success, progress: prog}
+	s := snapshot{latest: p.latest, ticks: make([]*record, 0, p.n), progress: prog}
 	for i := 1; i <= p.n; i++ {
 		s.ticks = append(s.ticks, p.ring[(p.next-i+len(p.ring))%len(p.ring)])
 	}
