@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"recond.dev/recond/reconcile/cluster"
+	"recond.dev/recond/reconcile/inventory"
 	"recond.dev/recond/reconcile/suspend"
 )
 
@@ -42,48 +42,6 @@ const MinSuspend = suspend.MinSuspend
 // refused (suspend.CheckFor).
 func CheckSuspendFor(d time.Duration) error { return suspend.CheckFor(d) }
 
-// suspensionMemo is what this process remembers of the suspension between
-// ticks.
-type suspensionMemo struct {
-	mu sync.Mutex
-	// memo keeps when a suspension without a readable end was first seen.
-	memo suspend.Memo
-	// resumedBy is who resumed through Resume, for the next tick's Result.
-	resumedBy string
-	// last is the suspension the last reading found in force.
-	last *Suspension
-}
-
-// read reads the suspension from cm's annotations (cm nil: no inventory,
-// no suspension) at now, with max the longest a suspension may last.
-func (m *suspensionMemo) read(cm *unstructured.Unstructured, now time.Time, max time.Duration) suspensionState {
-	var ann map[string]string
-	rv := ""
-	if cm != nil {
-		ann, rv = cm.GetAnnotations(), cm.GetResourceVersion()
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.memo.Read(ann, rv, now, max)
-}
-
-// lastKnown is the suspension the last tick that read the inventory found
-// in force (nil: none).
-func (m *suspensionMemo) lastKnown() *Suspension {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.last
-}
-
-// takeResumedBy returns who resumed through Resume since the last call.
-func (m *suspensionMemo) takeResumedBy() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	by := m.resumedBy
-	m.resumedBy = ""
-	return by
-}
-
 // suspendMax is --suspend-max.
 func (c Config) suspendMax() time.Duration {
 	if c.SuspendMax > 0 {
@@ -101,16 +59,14 @@ type suspensionStore struct{ r *Reconciler }
 // anyway (loadInventory), so this costs no request.
 func (s suspensionStore) note(st *State, cm *unstructured.Unstructured) {
 	r := s.r
-	st.suspension = r.suspend.read(cm, time.Now(), r.cfg.suspendMax())
+	st.suspension = r.mem.readSuspension(cm, time.Now(), r.cfg.suspendMax())
 	st.suspensionRead = true
-	r.suspend.mu.Lock()
-	r.suspend.last = st.suspension.Active
-	r.suspend.mu.Unlock()
+	r.mem.setLastKnown(st.suspension.Active)
 }
 
 // fresh reads the suspension from the API server.
 func (s suspensionStore) fresh(ctx context.Context, st *State) error {
-	cm, err := s.r.getInventory(ctx)
+	cm, err := inventoryStore{s.r}.get(ctx)
 	if err != nil {
 		return err
 	}
@@ -167,7 +123,7 @@ func (s suspensionStore) patch(ctx context.Context, ann map[string]any, rv strin
 	if err != nil {
 		return err
 	}
-	w := cluster.Write{Purpose: cluster.PurposeSuspension, GVK: configMapGVK, Name: inventoryName(s.r.cfg.Name)}
+	w := cluster.Write{Purpose: cluster.PurposeSuspension, GVK: inventory.GVK, Name: inventory.Name(s.r.cfg.Name)}
 	if _, err := s.r.kube.MergePatch(ctx, w, patch, suspend.FieldManager); err != nil {
 		return fmt.Errorf("write the suspension on the inventory: %w", err)
 	}
@@ -191,7 +147,7 @@ func (r *Reconciler) Suspend(ctx context.Context, by, reason string, d time.Dura
 		by = "(unknown)"
 	}
 	s := &Suspension{Until: time.Now().Add(d).UTC().Truncate(time.Second), Reason: reason, By: by}
-	cm := r.inventoryObject()
+	cm := inventory.Object(r.cfg.Name, r.cfg.Namespace)
 	cm.SetAnnotations(s.Annotations())
 	// From now on this process writes no object, before the annotations
 	// are even written: a tick writing now stops at its next write.
@@ -234,11 +190,11 @@ func (r *Reconciler) Resume(ctx context.Context, by string) error {
 	if err := suspend.CheckAuthor(by); err != nil {
 		return err
 	}
-	cm, err := r.getInventory(ctx)
+	cm, err := inventoryStore{r}.get(ctx)
 	if err != nil {
 		return err
 	}
-	if cm == nil || r.suspend.read(cm, time.Now(), r.cfg.suspendMax()).Active == nil && !suspend.Present(cm.GetAnnotations()) {
+	if cm == nil || r.mem.readSuspension(cm, time.Now(), r.cfg.suspendMax()).Active == nil && !suspend.Present(cm.GetAnnotations()) {
 		return nil
 	}
 	if err := (suspensionStore{r}).patch(ctx, suspend.Removal(), ""); err != nil {
@@ -247,10 +203,7 @@ func (r *Reconciler) Resume(ctx context.Context, by string) error {
 	if by == "" {
 		by = "(unknown)"
 	}
-	r.suspend.mu.Lock()
-	r.suspend.resumedBy = by
-	r.suspend.last = nil
-	r.suspend.mu.Unlock()
+	r.mem.resumed(by)
 	r.gate.release()
 	r.log.InfoContext(ctx, "resumed", "by", by)
 	return nil

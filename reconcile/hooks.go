@@ -3,7 +3,6 @@ package reconcile
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,7 +14,9 @@ import (
 
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/health"
+	hookpkg "recond.dev/recond/reconcile/hook"
 	"recond.dev/recond/reconcile/keys"
+	"recond.dev/recond/reconcile/wave"
 	"recond.dev/recond/reconcile/writerule"
 )
 
@@ -100,68 +101,20 @@ func (h *hook) key() string { return h.obj.GetKind() + "/" + h.obj.GetName() }
 
 func (h *hook) policy(p string) bool { return slices.Contains(h.policies, p) }
 
-// hookState is what the inventory records of the hooks of the last
-// revision that had any: so that they run once per revision, and a
-// restart neither runs them again nor forgets one that is running.
-type hookState struct {
-	Revision string `json:"revision"`
-	// Event is install (the instance had applied nothing yet) or upgrade.
-	Event string `json:"event"`
-	// Phase is pre, main (the pre-hooks are done), post (the revision
-	// was applied and found healthy), done or failed.
-	Phase string `json:"phase"`
-	// Started are the hooks of the phase started, with when; Done those
-	// that succeeded.
-	Started map[string]time.Time `json:"started,omitempty"`
-	Done    []string             `json:"done,omitempty"`
-	// Failed is the failure, once a hook failed, and FailedIn the phase
-	// it failed in (pre or post).
-	Failed   string `json:"failed,omitempty"`
-	FailedIn string `json:"failedIn,omitempty"`
-}
-
-func (s *hookState) clone() *hookState {
-	if s == nil {
-		return nil
-	}
-	c := *s
-	c.Started = make(map[string]time.Time, len(s.Started))
-	for k, v := range s.Started {
-		c.Started[k] = v
-	}
-	c.Done = slices.Clone(s.Done)
-	return &c
-}
-
-func (s *hookState) encode() string {
-	if s == nil {
-		return ""
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
-}
+// hookState is what the inventory records of a revision's hooks.
+type hookState = hookpkg.State
 
 // saveHooks writes the inventory with hs as its hook state (a copy of the
 // last one written, so that the copy in memory is never changed in place).
 func (r *Reconciler) saveHooks(ctx context.Context, st *State, hs *hookState) error {
 	cur := st.inv
-	n := &inventory{Kinds: slices.Clone(cur.Kinds), Revision: cur.Revision, Hooks: hs.clone()}
-	if err := r.saveInventory(ctx, n); err != nil {
+	n := cur.Copy()
+	n.Hooks = hs.Clone()
+	if err := (inventoryStore{r}).save(ctx, n); err != nil {
 		return err
 	}
 	st.inv = n
 	return nil
-}
-
-func parseHookState(v string) (*hookState, error) {
-	if v == "" {
-		return nil, nil
-	}
-	s := &hookState{}
-	if err := json.Unmarshal([]byte(v), s); err != nil {
-		return nil, fmt.Errorf("hooks: %w", err)
-	}
-	return s, nil
 }
 
 // runHooks runs the hooks of phase ("pre" or "post") of the revision st
@@ -182,7 +135,7 @@ func (r *Reconciler) runHooks(ctx context.Context, st *State, hs *hookState, pha
 		}
 	}
 	slices.SortStableFunc(list, func(a, b *hook) int {
-		return cmp.Or(cmp.Compare(a.weight, b.weight), cmp.Compare(rank(a.obj.GetKind()), rank(b.obj.GetKind())), cmp.Compare(a.key(), b.key()))
+		return cmp.Or(cmp.Compare(a.weight, b.weight), cmp.Compare(wave.Rank(a.obj.GetKind()), wave.Rank(b.obj.GetKind())), cmp.Compare(a.key(), b.key()))
 	})
 	timeout := r.cfg.HookTimeout
 	if timeout <= 0 {
@@ -408,14 +361,14 @@ func (r *Reconciler) hooksBefore(ctx context.Context, st *State) (bool, error) {
 	if len(st.Hooks) == 0 || r.cfg.DryRun {
 		return true, nil
 	}
-	hs := st.inv.Hooks.clone()
+	hs := st.inv.Hooks.Clone()
 	if hs == nil || hs.Revision != st.Revision {
 		event := "upgrade"
 		if st.inv.Revision == "" {
 			event = "install"
 		}
 		hs = &hookState{Revision: st.Revision, Event: event, Phase: "pre", Started: map[string]time.Time{}}
-		r.healthy.Store(nil)
+		r.mem.setHealthy("")
 		r.hooksLogged(ctx, st)
 		if err := r.saveHooks(ctx, st, hs); err != nil {
 			return false, err
@@ -445,12 +398,12 @@ func (r *Reconciler) hooksBefore(ctx context.Context, st *State) (bool, error) {
 // hooksAfter runs the revision's post-hooks once it was applied in full
 // and a tick found it healthy.
 func (r *Reconciler) hooksAfter(ctx context.Context, st *State) error {
-	hs := st.inv.Hooks.clone()
+	hs := st.inv.Hooks.Clone()
 	if len(st.Hooks) == 0 || r.cfg.DryRun || hs == nil || hs.Revision != st.Revision || st.inv.Revision != st.Revision {
 		return nil
 	}
 	if hs.Phase == "main" {
-		if r.healthy.Load() == nil || *r.healthy.Load() != st.Revision {
+		if r.mem.healthyRevision() != st.Revision {
 			return nil
 		}
 		hs.Phase = "post"
@@ -510,7 +463,7 @@ func (r *Reconciler) checkHookBudget(hooks []*hook) error {
 		full.Started[h.key()] = at
 		full.Done = append(full.Done, h.key())
 	}
-	if n := len(full.encode()); n > maxBytes {
+	if n := len(full.Encode()); n > maxBytes {
 		return Invalidf("the revision's %d hooks need %d bytes of state in the inventory, more than --helm-hook-max-bytes (%d)", len(hooks), n, maxBytes)
 	}
 	return nil

@@ -143,7 +143,7 @@ func (r *Reconciler) mayRecreate(ctx context.Context, live *unstructured.Unstruc
 		}
 		return "is not applied: " + ref.Why
 	}
-	if why := r.takesClaims(ctx, live); why != "" {
+	if why := takesClaims(ctx, r.kube, live); why != "" {
 		return "is not applied: " + why
 	}
 	return ""

@@ -1,4 +1,4 @@
-package reconcile
+package inventory
 
 import (
 	"reflect"
@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	kvalidation "k8s.io/apimachinery/pkg/util/validation"
+
+	"recond.dev/recond/reconcile/keys"
 )
 
 // The seed corpora live in testdata/fuzz/<target>/.
@@ -16,7 +18,7 @@ import (
 func inventoryConfigMap(kinds, revision any) string {
 	b, err := utiljson.Marshal(map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "recond-inventory-recond", "labels": map[string]any{LabelInventory: "recond"}},
+		"metadata": map[string]any{"name": "recond-inventory-recond", "labels": map[string]any{keys.LabelInventory: "recond"}},
 		"data":     map[string]any{"kinds": kinds, "revision": revision},
 	})
 	if err != nil {
@@ -28,7 +30,7 @@ func inventoryConfigMap(kinds, revision any) string {
 // FuzzParseInventory reads any ConfigMap (JSON) as an inventory: it never
 // panics, is deterministic, either fails with no inventory or reads every
 // non-blank line of data.kinds as one kind, and what it reads, written back
-// the way saveInventory writes it, reads back the same.
+// the way the engine writes it, reads back the same.
 func FuzzParseInventory(f *testing.F) {
 	const rev = "3f2a9c1e5b7d4a6f8e0c2b4d6f8a0c2e4b6d8f0a"
 	for _, s := range []string{
@@ -54,10 +56,10 @@ func FuzzParseInventory(f *testing.F) {
 			return
 		}
 		cm := &unstructured.Unstructured{Object: obj}
-		inv, err := parseInventory(cm)
-		again, err2 := parseInventory(cm.DeepCopy())
+		inv, err := Parse(cm)
+		again, err2 := Parse(cm.DeepCopy())
 		if (err == nil) != (err2 == nil) || !reflect.DeepEqual(inv, again) {
-			t.Fatalf("parseInventory is not deterministic: %+v %v, then %+v %v", inv, err, again, err2)
+			t.Fatalf("Parse is not deterministic: %+v %v, then %+v %v", inv, err, again, err2)
 		}
 		if err != nil {
 			if inv != nil {
@@ -81,20 +83,20 @@ func FuzzParseInventory(f *testing.F) {
 			}
 		}
 		written := &unstructured.Unstructured{Object: map[string]any{
-			"data": inv.data(),
+			"data": inv.Data(),
 		}}
-		back, err := parseInventory(written)
+		back, err := Parse(written)
 		if err != nil {
-			t.Fatalf("inventory %+v written as %q does not read back: %v", inv, inv.data(), err)
+			t.Fatalf("inventory %+v written as %q does not read back: %v", inv, inv.Data(), err)
 		}
-		if !back.equal(inv) {
+		if !back.Equal(inv) {
 			t.Fatalf("inventory %+v reads back as %+v", inv, back)
 		}
 	})
 }
 
 // FuzzWriteInventory writes an inventory of any kinds an API server could
-// serve, as saveInventory does, and reads it back: the same kinds, in the
+// serve, as the engine does, and reads it back: the same kinds, in the
 // same order, and the same revision.
 func FuzzWriteInventory(f *testing.F) {
 	f.Add("apps", "v1", "Deployment", "", "v1", "ConfigMap", "3f2a9c1e5b7d4a6f8e0c2b4d6f8a0c2e4b6d8f0a")
@@ -110,18 +112,18 @@ func FuzzWriteInventory(f *testing.F) {
 			}
 			kinds = append(kinds, k)
 		}
-		inv := &inventory{Revision: revision}
+		inv := &Inventory{Revision: revision}
 		for _, k := range kinds {
-			inv.add(k)
+			inv.Add(k)
 		}
 		written := &unstructured.Unstructured{Object: map[string]any{
-			"data": inv.data(),
+			"data": inv.Data(),
 		}}
-		back, err := parseInventory(written)
+		back, err := Parse(written)
 		if err != nil {
 			t.Fatalf("inventory %+v does not read back: %v", inv, err)
 		}
-		if !back.equal(inv) {
+		if !back.Equal(inv) {
 			t.Fatalf("inventory %+v reads back as %+v", inv, back)
 		}
 	})
