@@ -2,67 +2,64 @@ package reconcile
 
 import (
 	"errors"
-	"fmt"
+
+	"recond.dev/recond/reconcile/failure"
 )
 
-// invalidError marks an error whose cause is the input (manifests, flags), so
-// that Classify reports ReasonInvalid whatever it wraps.
-type invalidError struct{ err error }
+// The engine's errors and their classification are reconcile/failure's;
+// these are the names the engine and its callers use.
 
-func (e *invalidError) Error() string { return e.err.Error() }
-func (e *invalidError) Unwrap() error { return e.err }
+// Classify maps an error to the closed set of reasons (failure.Classify,
+// with the engine's own errors: a hook's, an immutable field's). It is
+// called once, by the phase wrapper, on the error a phase returned.
+func Classify(err error) Reason { return failure.Classify(err, ownReason) }
+
+// ownReason is the reason of a hook's error (reason hook when the hook
+// failed; a request about one keeps its own) and of an immutable field's.
+func ownReason(err error, classify func(error) Reason) Reason {
+	var hook *HookError
+	var immut *ImmutableError
+	switch {
+	case errors.As(err, &hook):
+		var failed *hookFailure
+		if errors.As(hook.Err, &failed) {
+			return ReasonHook
+		}
+		return classify(hook.Err)
+	case errors.As(err, &immut):
+		return ReasonImmutable
+	}
+	return ""
+}
 
 // Invalid marks err as caused by invalid input (ReasonInvalid).
-func Invalid(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &invalidError{err: err}
-}
+func Invalid(err error) error { return failure.Invalid(err) }
 
 // Invalidf is fmt.Errorf marked Invalid.
-func Invalidf(format string, args ...any) error { return Invalid(fmt.Errorf(format, args...)) }
-
-// OwnershipError reports live objects that another recond instance owns
-// (label recond.dev/instance) and that Git names: they are never adopted,
-// written or pruned. Classify reports it as ReasonConflict.
-type OwnershipError struct {
-	// Objects are "Kind/name (instance <owner>)", sorted.
-	Objects []string
-}
-
-func (e *OwnershipError) Error() string {
-	return fmt.Sprintf("%d object(s) in Git belong to another recond instance; refusing to adopt them (remove them from Git, or from the other instance's): %s",
-		len(e.Objects), joinList(e.Objects))
-}
-
-// errAbandoned is the error of a phase that did not return after its
-// tick's deadline: the tick went on without it (AbandonAfter).
-var errAbandoned = errors.New("abandoned")
-
-// errPanic marks the error a recovered panic became (a phase's, or one
-// object's write in apply): recond_panics_total counts them.
-var errPanic = errors.New("panic")
+func Invalidf(format string, args ...any) error { return failure.Invalidf(format, args...) }
 
 // PanicError is the error a recovered panic with value v becomes.
-func PanicError(v any) error { return fmt.Errorf("%w: %v", errPanic, v) }
-
-// errPhasePanic is a phase's own panic (not one object's write in apply,
-// which apply reports as its error): PhaseResult.Panicked.
-var errPhasePanic = fmt.Errorf("%w", errPanic)
+func PanicError(v any) error { return failure.PanicError(v) }
 
 // IsPanic reports whether err is, or wraps, a recovered panic.
-func IsPanic(err error) bool { return errors.Is(err, errPanic) }
+func IsPanic(err error) bool { return failure.IsPanic(err) }
 
-// errStopped is returned by the apply phase when the loop was asked to stop
-// between two objects.
-var errStopped = errors.New("stopped before the apply finished")
+type (
+	// OwnershipError reports live objects that another recond instance
+	// owns (failure.OwnershipError).
+	OwnershipError = failure.OwnershipError
+	// RejectedError is a wave's failed objects (failure.RejectedError).
+	RejectedError = failure.RejectedError
+)
 
-// joinList joins at most 10 items and says how many more there are.
-func joinList(items []string) string {
-	const most = 10
-	if len(items) <= most {
-		return fmt.Sprint(items)
-	}
-	return fmt.Sprintf("%v and %d more", items[:most], len(items)-most)
-}
+var (
+	errTickTimeout = failure.ErrTickTimeout
+	errAbandoned   = failure.ErrAbandoned
+	errPanic       = failure.ErrPanic
+	errPhasePanic  = failure.ErrPhasePanic
+	errStopped     = failure.ErrStopped
+	errNotWriter   = failure.ErrNotWriter
+	refused        = failure.Refused
+	rejected       = failure.Rejected
+	joinList       = failure.JoinList
+)

@@ -261,11 +261,6 @@ func refuseClaims(g *writeGate, ctx context.Context, w cluster.Write) error {
 	return nil
 }
 
-// errNotWriter marks a write refused because this process may not write
-// for its instance now (Config.MayWrite): another process holds the Lease,
-// or it is gone. Classify reports it as ReasonConflict.
-var errNotWriter = errors.New("refused to write: this process does not hold the instance's Lease")
-
 // mayWrite asks Config.MayWrite whether this process may write now.
 func (r *Reconciler) mayWrite() error {
 	if r.cfg.MayWrite == nil || r.cfg.DryRun {

@@ -63,7 +63,7 @@ func (m *memory) fetched(rev source.Revision, err error, at time.Time) {
 func (t *tick) fetch(ctx context.Context) (source.Revision, error) {
 	r, st := t.r, t.st
 	if st.Superseded == 0 {
-		if rev, ok := r.mem.paced(st.trigger, r.pollInterval()); ok {
+		if rev, ok := r.mem.paced(st.trigger, r.ticks.PollInterval()); ok {
 			trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.fetch.paced", true))
 			return rev, nil
 		}

@@ -93,8 +93,7 @@ func wedgedLoopStop(t *testing.T, w *wedge) (*Reconciler, <-chan *Result, func()
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		loop{triggers: r.triggers, tick: r.TickFor, ready: r.waitStrays}.run(ctx, 100*time.Millisecond, wedgedTickTimeout,
-			func(res *Result) { results <- res })
+		r.Run(ctx, 100*time.Millisecond, wedgedTickTimeout, func(res *Result) { results <- res })
 	}()
 	t.Cleanup(func() {
 		cancel()

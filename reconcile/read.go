@@ -133,7 +133,7 @@ type mover interface {
 func (t *tick) watchRef(ctx context.Context, cancel context.CancelCauseFunc, m mover, rev source.Revision) {
 	r := t.r
 	var poll <-chan time.Time
-	if d := r.pollInterval(); d > 0 {
+	if d := r.ticks.PollInterval(); d > 0 {
 		t := time.NewTicker(d)
 		defer t.Stop()
 		poll = t.C
@@ -142,7 +142,7 @@ func (t *tick) watchRef(ctx context.Context, cancel context.CancelCauseFunc, m m
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.newerRequested():
+		case <-r.ticks.NewerRequested():
 		case <-poll:
 		}
 		moved, err := m.Moved(ctx, rev)

@@ -11,6 +11,7 @@ import (
 
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/health"
+	"recond.dev/recond/reconcile/loop"
 	"recond.dev/recond/reconcile/source"
 )
 
@@ -121,10 +122,11 @@ type Observer interface {
 // creates, each object's health progress, ...). It is not safe for
 // concurrent ticks: its Loop never overlaps them.
 type Reconciler struct {
-	// Loop schedules the ticks (loop.go): triggers, debounce, the ticks'
-	// numbers, abandoned phases; its methods (Trigger, Request, Progress)
-	// are the Reconciler's.
-	*Loop
+	// Loop schedules the ticks (reconcile/loop): triggers, debounce, the
+	// ticks' numbers, abandoned phases; its methods (Trigger, Request,
+	// Progress) are the Reconciler's. ticks is the engine's side of it.
+	*loop.Loop
+	ticks     *loop.Ticks
 	cfg       Config
 	src       Source
 	kube      *cluster.Client
@@ -150,7 +152,8 @@ func New(cfg Config, src Source, kube *cluster.Client, log *slog.Logger, observe
 	}
 	salt := make([]byte, 32)
 	_, _ = rand.Read(salt)
-	r := &Reconciler{Loop: newLoop(log), cfg: cfg, src: src, kube: kube, live: cfg.Live, log: log, observers: observers,
+	l, ticks := loop.New(log)
+	r := &Reconciler{Loop: l, ticks: ticks, cfg: cfg, src: src, kube: kube, live: cfg.Live, log: log, observers: observers,
 		salt: salt, abandonAfter: AbandonAfter}
 	if r.live == nil {
 		r.live = kube

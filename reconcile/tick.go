@@ -11,6 +11,7 @@ import (
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/heal"
 	"recond.dev/recond/reconcile/inventory"
+	"recond.dev/recond/reconcile/loop"
 )
 
 // tick is one tick of the engine: the Reconciler, whose memory outlives
@@ -72,11 +73,9 @@ func (r *Reconciler) Plan(ctx context.Context) *Result {
 }
 
 func (r *Reconciler) runTick(ctx context.Context, why Trigger, planOnly bool) *Result {
-	id, links := r.begin()
-	defer r.end(id)
-	if len(links) > 0 {
-		ctx = context.WithValue(ctx, linksKey{}, links)
-	}
+	id, links := r.ticks.Begin()
+	defer r.ticks.End(id)
+	ctx = loop.WithLinks(ctx, links)
 	res := &Result{ID: id, Start: time.Now(), DryRun: r.cfg.DryRun, Trigger: why}
 	for _, o := range r.observers {
 		ctx = o.TickStart(ctx)
@@ -229,10 +228,8 @@ func (t *tick) runPhase(ctx context.Context, ph phase, res *Result) (bool, bool)
 const AbandonAfter = 2 * time.Second
 
 // maxStrays is how many abandoned phases may still be running before the
-// loop starts no more ticks: a process whose phases wedge one after the
-// other is then restarted by its liveness probe (/healthz fails when no
-// tick started for a while), rather than piling goroutines up.
-const maxStrays = 2
+// loop starts no more ticks (loop.MaxStrays).
+const maxStrays = loop.MaxStrays
 
 // runBounded runs the phase in a goroutine of its own and waits for it, or,
 // once ctx is done, for abandonAfter more. An abandoned phase keeps its
@@ -250,7 +247,7 @@ func (t *tick) runBounded(ctx context.Context, ph phase) (error, bool) {
 		err := safeRun(ctx, ph.fn, own)
 		if !state.CompareAndSwap(running, returned) {
 			// Abandoned: nobody waits for err.
-			r.strayReturned()
+			r.ticks.StrayReturned()
 			r.log.Warn("an abandoned phase returned", "phase", string(ph.p), "error", err)
 			return
 		}
@@ -270,9 +267,9 @@ func (t *tick) runBounded(ctx context.Context, ph phase) (error, bool) {
 	}
 	// Counted before the phase can see it abandoned, so that Strays is
 	// never below 0.
-	r.strayed()
+	r.ticks.Strayed()
 	if !state.CompareAndSwap(running, abandoned) {
-		r.unstrayed()
+		r.ticks.Unstrayed()
 		return <-done, false
 	}
 	return fmt.Errorf("%w: the %s phase did not return within %s of its context's end", errAbandoned, ph.p, r.abandonAfter), true

@@ -1,4 +1,4 @@
-package reconcile
+package loop
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func newFakeTicks(hold bool) *fakeTicks {
 	return f
 }
 
-func (f *fakeTicks) tick(ctx context.Context, t Trigger) *Result {
+func (f *fakeTicks) tick(ctx context.Context, t Trigger) {
 	if f.running.Add(1) > 1 {
 		f.overlap.Store(true)
 	}
@@ -44,7 +44,6 @@ func (f *fakeTicks) tick(ctx context.Context, t Trigger) *Result {
 		case <-ctx.Done():
 		}
 	}
-	return &Result{Trigger: t}
 }
 
 func (f *fakeTicks) triggers() []Trigger {
@@ -80,7 +79,7 @@ func startLoop(t *testing.T, f *fakeTicks, triggers chan Trigger, interval time.
 	ctx, stop := context.WithCancel(context.Background())
 	d := make(chan struct{})
 	go func() {
-		loop{triggers: triggers, tick: f.tick}.run(ctx, interval, time.Minute, nil)
+		loop{triggers: triggers, tick: f.tick}.run(ctx, interval, time.Minute)
 		close(d)
 	}()
 	t.Cleanup(func() {
@@ -95,7 +94,7 @@ func startLoop(t *testing.T, f *fakeTicks, triggers chan Trigger, interval time.
 // first request's source; ticks never overlap.
 func TestLoopCoalescesTriggersDuringATick(t *testing.T) {
 	f := newFakeTicks(true)
-	r := &Reconciler{Loop: newLoop(nil)}
+	r, _ := New(nil)
 	startLoop(t, f, r.triggers, time.Hour)
 	if why := waitStarted(t, f); why != TriggerInterval {
 		t.Fatalf("first tick asked by %s, want interval", why)
@@ -122,7 +121,7 @@ func TestLoopCoalescesTriggersDuringATick(t *testing.T) {
 // Trigger never blocks, whether or not the loop runs, and a request made
 // before Run starts is served by it.
 func TestTriggerNeverBlocks(t *testing.T) {
-	r := &Reconciler{Loop: newLoop(nil)}
+	r, _ := New(nil)
 	done := make(chan struct{})
 	go func() {
 		for range 1000 {
@@ -160,7 +159,7 @@ func TestLoopTicksEveryInterval(t *testing.T) {
 // tick starts after the cancel, even with a request pending.
 func TestLoopStopsOnCancel(t *testing.T) {
 	f := newFakeTicks(true)
-	r := &Reconciler{Loop: newLoop(nil)}
+	r, _ := New(nil)
 	cancel, done := startLoop(t, f, r.triggers, time.Hour)
 	waitStarted(t, f)
 	r.Trigger(TriggerWatch) // pending behind the running tick
@@ -175,7 +174,7 @@ func TestLoopStopsOnCancel(t *testing.T) {
 
 // TriggerAfter debounces a burst into one request after the delay.
 func TestTriggerAfterDebounces(t *testing.T) {
-	r := &Reconciler{Loop: newLoop(nil)}
+	r, _ := New(nil)
 	// A delay far longer than the burst takes, however busy the machine:
 	// the burst is one.
 	const delay = 500 * time.Millisecond
@@ -261,7 +260,7 @@ func TestBurstFiresAtOnceThenOnce(t *testing.T) {
 // the next tick to start, which carries the request's span as a link; a burst
 // of requests within RequestDebounce asks for one tick.
 func TestRequestNamesTheTickThatServesIt(t *testing.T) {
-	r := &Reconciler{Loop: newLoop(nil)}
+	r, _ := New(nil)
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	span := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
@@ -306,3 +305,7 @@ func TestRequestNamesTheTickThatServesIt(t *testing.T) {
 		t.Errorf("tick 2 has %d links; the manual request had no span", len(links))
 	}
 }
+
+// guard is how long a wait of these tests gives up after: a guard against
+// a hang, far longer than anything waited for takes.
+const guard = 30 * time.Second
