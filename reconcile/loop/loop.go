@@ -67,7 +67,7 @@ type Loop struct {
 	wakeMu  sync.Mutex
 	wakeFor time.Time
 	wake    *time.Timer
-	log *slog.Logger
+	log     *slog.Logger
 }
 
 // New returns a Loop and its engine's side.
