@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"recond.dev/recond/reconcile/source/fetch"
 	"recond.dev/recond/reconcile/source/helm"
 	"recond.dev/recond/reconcile/source/render"
 )
@@ -67,18 +68,19 @@ type Helm struct {
 // helm renders the chart at s.dir, in a worker process when one is
 // configured (killed when ctx is done), and decodes each template's
 // output under the template's name.
-func (s *Source) helm(ctx context.Context, now time.Time, sha string, root Dir, b *render.Budget) ([]Manifest, error) {
-	req, err := s.helmRequest(ctx, now)
+func (s *Source) helm(ctx context.Context, t *fetch.Tree, b *render.Budget) ([]Manifest, error) {
+	sha := t.Rev
+	req, err := s.helmRequest(ctx, t.Time)
 	if err != nil {
 		return nil, err
 	}
 	read := b.BytesRead()
 	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
 		if s.cfg.Worker != nil {
-			return s.renderInWorker(ctx, sha, b, helm.Label(s.dir), &req, true)
+			return s.renderInWorker(ctx, t, b, helm.Label(s.dir), &req, true)
 		}
 		b.SetBytesRead(read) // a render again with the seed reads the same files: count them once
-		return render.InGoroutine(ctx, func() ([]byte, error) { return helm.Build(ctx, root, s.dir, b, req) })
+		return render.InGoroutine(ctx, func() ([]byte, error) { return helm.Build(ctx, t.Root, s.dir, b, req) })
 	})
 	if err != nil {
 		return nil, err

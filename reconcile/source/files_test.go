@@ -34,10 +34,12 @@ func TestRenderersReadAnySource(t *testing.T) {
 	sha := repo.commit(nil)
 	ctx := context.Background()
 	s := mustNew(t, helmConfig(dir, nil, []byte("seed")))
-	now, gitRoot, _, err := s.tree(sha)
+	tr, err := s.f.Open(sha)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tr.Close()
+	now, gitRoot := tr.Time, tr.Root
 	fsRoot := FSDir(os.DirFS(dir))
 
 	renderers := map[string]func(root Dir) (any, error){

@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 
+	"recond.dev/recond/reconcile/source/fetch"
+	gitsrc "recond.dev/recond/reconcile/source/git"
 	"recond.dev/recond/reconcile/source/render"
 )
 
@@ -138,7 +140,7 @@ func FuzzKustomize(f *testing.F) {
 		bud := render.NewBudget(fuzzLimits)
 		ctx, cancel := context.WithTimeout(context.Background(), renderTimeout)
 		defer cancel()
-		ms, err := s.kustomize(ctx, time.Time{}, "", gitDir{root}, bud)
+		ms, err := s.kustomize(ctx, &fetch.Tree{Root: gitsrc.Dir(root)}, bud)
 		if errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("render of a small tree took more than %s", renderTimeout)
 		}

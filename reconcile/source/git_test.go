@@ -16,114 +16,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	gitsrc "recond.dev/recond/reconcile/source/git"
+	"recond.dev/recond/reconcile/source/render"
 )
-
-func TestNew(t *testing.T) {
-	dir := t.TempDir()
-	kh := writeFile(t, filepath.Join(dir, "known_hosts"), "")
-	tests := []struct {
-		name    string
-		cfg     Config
-		wantErr string // substring; "" means success
-		kind    kind
-	}{
-		{"ssh URL without known_hosts", Config{URL: "ssh://git@example.com/org/repo.git", CacheDir: dir}, "set KnownHostsFile", 0},
-		{"scp-like without known_hosts", Config{URL: "git@example.com:org/repo.git", CacheDir: dir}, "InsecureSkipHostKeyCheck", 0},
-		{"ssh URL insecure", Config{URL: "ssh://git@example.com:2222/org/repo.git", CacheDir: dir, InsecureSkipHostKeyCheck: true}, "", kindSSH},
-		{"scp-like insecure", Config{URL: "git@example.com:org/repo.git", CacheDir: dir, InsecureSkipHostKeyCheck: true}, "", kindSSH},
-		{"scp-like known_hosts", Config{URL: "git@example.com:org/repo.git", CacheDir: dir, KnownHostsFile: kh, SSHKeyFile: "/k"}, "", kindSSH},
-		{"ssh both host key options", Config{URL: "git@example.com:org/repo.git", CacheDir: dir, KnownHostsFile: kh, InsecureSkipHostKeyCheck: true}, "not both", 0},
-		{"ssh with token file", Config{URL: "git@example.com:org/repo.git", CacheDir: dir, InsecureSkipHostKeyCheck: true, TokenFile: "/t"}, "only to https", 0},
-		{"https", Config{URL: "https://example.com/org/repo.git", CacheDir: dir, TokenFile: "/t"}, "", kindHTTP},
-		{"https without cache dir", Config{URL: "https://example.com/org/repo.git"}, "cache directory", 0},
-		{"https password and token", Config{URL: "https://example.com/r", CacheDir: dir, PasswordFile: "/p", TokenFile: "/t"}, "not both", 0},
-		{"https with ssh key", Config{URL: "https://example.com/r", CacheDir: dir, SSHKeyFile: "/k"}, "only to ssh", 0},
-		{"git protocol", Config{URL: "git://example.com/r", CacheDir: dir}, "unsupported URL scheme", 0},
-		{"local path", Config{URL: dir}, "", kindLocal},
-		{"file URL", Config{URL: "file://" + dir}, "", kindLocal},
-		{"file URL with host", Config{URL: "file://other" + dir}, "must not name a host", 0},
-		{"local with credentials", Config{URL: dir, TokenFile: "/t"}, "local repository", 0},
-		{"empty URL", Config{}, "URL is empty", 0},
-		{"bad ref", Config{URL: dir, Ref: "a..b"}, "invalid reference name", 0},
-		{"refspec-like ref", Config{URL: dir, Ref: "main:refs/x"}, "invalid reference name", 0},
-		{"path leaving the repo", Config{URL: dir, Path: "a/../../x"}, "leaves the repository", 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := New(tt.cfg)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("New() error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("New(): %v", err)
-			}
-			if s.kind != tt.kind {
-				t.Errorf("kind = %v, want %v", s.kind, tt.kind)
-			}
-		})
-	}
-}
-
-func TestNewCleansPath(t *testing.T) {
-	for in, want := range map[string]string{"": ".", ".": ".", "/": ".", "deploy/": "deploy", "/a/./b/": "a/b", "a/../b": "b", "//x": "x"} {
-		s := mustNew(t, Config{URL: t.TempDir(), Path: in})
-		if s.dir != want {
-			t.Errorf("Path %q cleaned to %q, want %q", in, s.dir, want)
-		}
-	}
-}
-
-func TestDisplayURLAndRemoteCarryNoSecrets(t *testing.T) {
-	tests := []struct {
-		url, display, remote string
-	}{
-		{"https://alice:s3cret@example.com/org/repo.git", "https://example.com/org/repo.git", "https://example.com/org/repo.git"},
-		{"https://s3cret@example.com/org/repo.git", "https://example.com/org/repo.git", "https://example.com/org/repo.git"},
-		{"http://example.com:8080/repo", "http://example.com:8080/repo", "http://example.com:8080/repo"},
-		{"ssh://git:s3cret@example.com:2222/org/repo.git", "ssh://git@example.com:2222/org/repo.git", "ssh://git@example.com:2222/org/repo.git"},
-		{"git:s3cret@example.com:org/repo.git", "git@example.com:org/repo.git", "git@example.com:org/repo.git"},
-		{"git@github.com:org/repo.git", "git@github.com:org/repo.git", "git@github.com:org/repo.git"},
-	}
-	for _, tt := range tests {
-		s := mustNew(t, Config{URL: tt.url, CacheDir: t.TempDir(), InsecureSkipHostKeyCheck: strings.Contains(tt.display, "git@")})
-		if got := s.DisplayURL(); got != tt.display {
-			t.Errorf("DisplayURL(%q) = %q, want %q", tt.url, got, tt.display)
-		}
-		if s.remote != tt.remote {
-			t.Errorf("remote URL for %q = %q, want %q", tt.url, s.remote, tt.remote)
-		}
-	}
-	// Errors from New do not quote the password either.
-	_, err := New(Config{URL: "https://alice:s3cret@example.com/r", SSHKeyFile: "/k", CacheDir: t.TempDir()})
-	if err == nil || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("New() error = %v, want an error without the password", err)
-	}
-	s := mustNew(t, Config{URL: "https://alice:s3cret@example.com/r", CacheDir: t.TempDir()})
-	if s.urlUser != "alice" || s.urlPassword != "s3cret" {
-		t.Errorf("URL credentials = %q/%q, want alice/s3cret", s.urlUser, s.urlPassword)
-	}
-}
-
-func TestNewSSHUserDefaults(t *testing.T) {
-	s := mustNew(t, Config{URL: "ssh://example.com/repo.git", CacheDir: t.TempDir(), InsecureSkipHostKeyCheck: true})
-	if s.sshUser != "git" || s.sshAddr != "example.com:22" {
-		t.Errorf("ssh user, addr = %q, %q; want git, example.com:22", s.sshUser, s.sshAddr)
-	}
-	s = mustNew(t, Config{URL: "deploy@example.com:org/repo.git", CacheDir: t.TempDir(), InsecureSkipHostKeyCheck: true})
-	if s.sshUser != "deploy" {
-		t.Errorf("ssh user = %q, want deploy", s.sshUser)
-	}
-}
 
 // localFixture is a repository with two commits on master, a branch and
 // tags of both kinds.
@@ -195,71 +96,6 @@ func TestFetchLocalSeesNewCommits(t *testing.T) {
 	}
 }
 
-// Moved tells whether the followed ref moved away from a revision without
-// fetching, and without the clone's lock (a render holds it while Moved is
-// asked): locally and over HTTP; a ref that is a commit SHA never moves.
-func TestMoved(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		remote bool
-	}{{"local", false}, {"http", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var (
-				r   *testRepo
-				url string
-			)
-			if tc.remote {
-				f := newRemoteFixture(t, nil)
-				r, url = f.repo, f.url
-			} else {
-				url = t.TempDir()
-				r = newTestRepo(t, url)
-			}
-			c1 := r.commit(map[string]string{"a.yaml": cm("a")})
-			s := mustNew(t, Config{URL: url, CacheDir: t.TempDir()})
-			rev := mustFetch(t, s)
-			moved := func() bool {
-				t.Helper()
-				type answer struct {
-					moved bool
-					err   error
-				}
-				ch := make(chan answer, 1)
-				// The clone locked as by a render: Moved must not wait for it.
-				mu := cacheLock(s.cache)
-				mu.Lock()
-				defer mu.Unlock()
-				go func() {
-					m, err := s.Moved(context.Background(), rev)
-					ch <- answer{m, err}
-				}()
-				select {
-				case a := <-ch:
-					if a.err != nil {
-						t.Fatalf("Moved: %v", a.err)
-					}
-					return a.moved
-				case <-time.After(time.Minute): // hang guard
-					t.Fatal("Moved waited for the clone's lock")
-					return false
-				}
-			}
-			if moved() {
-				t.Fatalf("Moved at %s = true before any new commit", c1[:12])
-			}
-			r.commit(map[string]string{"a.yaml": cm("b")})
-			if !moved() {
-				t.Fatal("Moved = false after a new commit on the followed ref")
-			}
-			pinned := mustNew(t, Config{URL: url, Ref: c1, CacheDir: t.TempDir()})
-			prev := mustFetch(t, pinned)
-			if m, err := pinned.Moved(context.Background(), prev); err != nil || m {
-				t.Errorf("Moved with a ref that is a commit SHA = %v, %v; want false", m, err)
-			}
-		})
-	}
-}
-
 func TestFetchLocalErrors(t *testing.T) {
 	f := newLocalFixture(t)
 	for _, ref := range []string{"nope", "refs/heads/nope", "refs/tags/v3", strings.Repeat("ab", 20)} {
@@ -310,13 +146,13 @@ func TestHTTPFetch(t *testing.T) {
 	if rev.SHA != c1 || !rev.Fetched {
 		t.Fatalf("first Fetch() = %+v, want {SHA:%s Fetched:true}", rev, c1)
 	}
-	if filepath.Dir(s.cache) != cache {
-		t.Errorf("clone kept in %s, want a subdirectory of %s", s.cache, cache)
+	if filepath.Dir(cacheOf(t, s)) != cache {
+		t.Errorf("clone kept in %s, want a subdirectory of %s", cacheOf(t, s), cache)
 	}
-	if _, err := os.Stat(filepath.Join(s.cache, "shallow")); err != nil {
+	if _, err := os.Stat(filepath.Join(cacheOf(t, s), "shallow")); err != nil {
 		t.Errorf("clone is not shallow: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(s.cache, "HEAD")); err != nil {
+	if _, err := os.Stat(filepath.Join(cacheOf(t, s), "HEAD")); err != nil {
 		t.Errorf("clone is not a bare repository: %v", err)
 	}
 
@@ -339,7 +175,7 @@ func TestHTTPFetch(t *testing.T) {
 	}
 
 	// The cache is an ordinary bare repository with the branch in it.
-	if rev := mustFetch(t, mustNew(t, Config{URL: s.cache, Ref: "master"})); rev.SHA != c2 {
+	if rev := mustFetch(t, mustNew(t, Config{URL: cacheOf(t, s), Ref: "master"})); rev.SHA != c2 {
 		t.Errorf("cache's master = %s, want %s", rev.SHA, c2)
 	}
 
@@ -393,7 +229,7 @@ func TestHTTPFetchRefs(t *testing.T) {
 				t.Errorf("Render() = %v, want ConfigMap/%s", names(ms), want)
 			}
 			if isSHA(tt.ref) && tt.fetched {
-				if _, err := os.Stat(filepath.Join(s.cache, "shallow")); !os.IsNotExist(err) {
+				if _, err := os.Stat(filepath.Join(cacheOf(t, s), "shallow")); !os.IsNotExist(err) {
 					t.Errorf("cache still shallow after fetching commit %s (stat: %v)", tt.ref, err)
 				}
 			}
@@ -423,8 +259,8 @@ func TestHTTPBrokenCacheIsRebuilt(t *testing.T) {
 	c1 := f.repo.commit(map[string]string{"cm.yaml": cm("one")})
 
 	removeObjects := func(t *testing.T, s *Source) {
-		packs, _ := filepath.Glob(filepath.Join(s.cache, "objects", "pack", "*"))
-		loose, _ := filepath.Glob(filepath.Join(s.cache, "objects", "??"))
+		packs, _ := filepath.Glob(filepath.Join(cacheOf(t, s), "objects", "pack", "*"))
+		loose, _ := filepath.Glob(filepath.Join(cacheOf(t, s), "objects", "??"))
 		if len(packs)+len(loose) == 0 {
 			t.Fatal("no objects in the cache to remove")
 		}
@@ -445,10 +281,10 @@ func TestHTTPBrokenCacheIsRebuilt(t *testing.T) {
 		{"shallow clone without objects", "master", "master", removeObjects, c1},
 		{"full clone without objects", c0, c1, removeObjects, c1},
 		{"a file instead of a repository", "master", "master", func(t *testing.T, s *Source) {
-			if err := os.RemoveAll(s.cache); err != nil {
+			if err := os.RemoveAll(cacheOf(t, s)); err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, s.cache, "garbage")
+			writeFile(t, cacheOf(t, s), "garbage")
 		}, c1},
 	}
 	for _, tt := range tests {
@@ -581,98 +417,6 @@ func TestSSHFetchNeedsKnownHostsFile(t *testing.T) {
 	}
 }
 
-func TestWrapGoGit(t *testing.T) {
-	cause := &url.Error{Op: "Post", URL: "http://x/git-upload-pack", Err: &net.OpError{Op: "dial", Err: errors.New("refused")}}
-	err := fmt.Errorf("fetch x: %w", wrapGoGit(fmt.Errorf("pack: %w", plumbing.NewUnexpectedError(cause))))
-	var urlErr *url.Error
-	var opErr *net.OpError
-	if !errors.As(err, &urlErr) || !errors.As(err, &opErr) {
-		t.Errorf("cause of an UnexpectedError not reachable from %v", err)
-	}
-	err = wrapGoGit(fmt.Errorf("list: %w: %s", transport.ErrAuthenticationRequired, "Unauthorized\n"))
-	if err.Error() != "list: authentication required: Unauthorized" || !errors.Is(err, transport.ErrAuthenticationRequired) {
-		t.Errorf("wrapGoGit() = %q", err)
-	}
-	err = wrapGoGit(plumbing.NewPermanentError(transport.ErrRepositoryNotFound))
-	if !errors.Is(err, transport.ErrRepositoryNotFound) {
-		t.Errorf("cause of a PermanentError not reachable from %v", err)
-	}
-}
-
-func TestResolveAdvertised(t *testing.T) {
-	h1 := plumbing.NewHash(strings.Repeat("1", 40))
-	h2 := plumbing.NewHash(strings.Repeat("2", 40))
-	refs := []*plumbing.Reference{
-		plumbing.NewSymbolicReference(plumbing.HEAD, "refs/heads/main"),
-		plumbing.NewHashReference("refs/heads/main", h1),
-		plumbing.NewHashReference("refs/heads/same", h1),
-		plumbing.NewHashReference("refs/tags/same", h2),
-		plumbing.NewHashReference("refs/tags/v1", h2),
-	}
-	tests := []struct {
-		ref  string
-		name plumbing.ReferenceName
-		hash plumbing.Hash
-	}{
-		{"", "refs/heads/main", h1},
-		{"main", "refs/heads/main", h1},
-		{"v1", "refs/tags/v1", h2},
-		{"same", "refs/heads/same", h1}, // branches win
-		{"refs/tags/same", "refs/tags/same", h2},
-	}
-	for _, tt := range tests {
-		name, hash, err := resolveAdvertised(refs, tt.ref)
-		if err != nil || name != tt.name || hash != tt.hash {
-			t.Errorf("resolveAdvertised(%q) = %s, %s, %v; want %s, %s", tt.ref, name, hash, err, tt.name, tt.hash)
-		}
-	}
-	if _, _, err := resolveAdvertised(refs, "nope"); !errors.Is(err, plumbing.ErrReferenceNotFound) {
-		t.Errorf("resolveAdvertised(nope) error = %v", err)
-	}
-	// A remote HEAD that is not symbolic is used as is.
-	refs = []*plumbing.Reference{plumbing.NewHashReference(plumbing.HEAD, h2)}
-	if name, hash, err := resolveAdvertised(refs, ""); err != nil || name != plumbing.HEAD || hash != h2 {
-		t.Errorf("resolveAdvertised(detached HEAD) = %s, %s, %v", name, hash, err)
-	}
-}
-
-// TestBrokenCache: every error that is not the remote's, the network's, the
-// credentials', a missing ref's or a stop's may come from the clone, which
-// is then rebuilt: also the damage go-git has no type for (garbage in a pack
-// or an index, a truncated file).
-func TestBrokenCache(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"cache error", &cacheError{errors.New("reopen")}, true},
-		{"object missing", fmt.Errorf("x: %w", plumbing.ErrObjectNotFound), true},
-		{"garbage in a pack", errors.New("object 0123: invalid git object: type \"unknown\""), true},
-		{"garbage in an index", errors.New("malformed IDX file"), true},
-		{"truncated file", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
-		{"disk full", fmt.Errorf("write: %w", syscall.ENOSPC), true},
-		{"stopped", fmt.Errorf("x: %w", context.Canceled), false},
-		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), false},
-		{"ref missing", fmt.Errorf("ref %q: %w", "main", plumbing.ErrReferenceNotFound), false},
-		{"authentication", transport.ErrAuthenticationRequired, false},
-		{"authorization", transport.ErrAuthorizationFailed, false},
-		{"no repository", transport.ErrRepositoryNotFound, false},
-		{"credentials file", fmt.Errorf("%w: %w", errCredentials, os.ErrNotExist), false},
-		{"network", &url.Error{Op: "Get", URL: "https://h", Err: errors.New("dial")}, false},
-		{"network, as go-git returns it", plumbing.NewUnexpectedError(&url.Error{Op: "Get", URL: "https://h", Err: syscall.ECONNREFUSED}), false},
-		{"server error, as go-git returns it", plumbing.NewUnexpectedError(gitHTTPErr(503)), false},
-		{"too many requests, as go-git returns it", plumbing.NewUnexpectedError(gitHTTPErr(429)), false},
-		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), false},
-		{"ssh key refused", errors.New("ssh: unable to authenticate, attempted methods [none publickey]"), false},
-		{"listing refs (an answer that is not Git's)", &remoteError{errors.New("list remote refs: invalid pkt-len found")}, false},
-	} {
-		if got := brokenCache(tc.err); got != tc.want {
-			t.Errorf("%s: brokenCache(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
-		}
-	}
-}
-
 // TestDamagedObjectIsClonedAfresh: an object of the clone that Fetch did
 // not read (a blob, damaged in the pack after the fetch) fails the render;
 // the next Fetch clones afresh, and the render works again, once per
@@ -693,7 +437,7 @@ func TestDamagedObjectIsClonedAfresh(t *testing.T) {
 	if rev := mustFetch(t, s); rev.SHA != c0 {
 		t.Fatalf("fetched %s, want %s", rev.SHA, c0)
 	}
-	packs, _ := filepath.Glob(filepath.Join(s.cache, "objects", "pack", "*.pack"))
+	packs, _ := filepath.Glob(filepath.Join(cacheOf(t, s), "objects", "pack", "*.pack"))
 	if len(packs) != 1 {
 		t.Fatalf("packs in the clone: %v, want 1", packs)
 	}
@@ -721,8 +465,8 @@ func TestDamagedObjectIsClonedAfresh(t *testing.T) {
 	// A read fault that a fresh clone did not cure is not cloned for again.
 	readErr := fmt.Errorf("blob: %w", io.ErrUnexpectedEOF)
 	s.renderFailed(c0, readErr)
-	if sha := s.takeSuspect(); sha != "" {
-		t.Errorf("a revision cloned afresh once is cloned for again after a read fault (%s)", sha)
+	if rev := mustFetch(t, s); rev.Fetched {
+		t.Errorf("a revision cloned afresh once is cloned for again after a read fault (%+v)", rev)
 	}
 	// A commit bad in itself (invalid YAML) is not the clone's fault.
 	c1 := f.repo.commit(map[string]string{"cm.yaml": "kind: [", "big.yaml": big})
@@ -745,7 +489,7 @@ func TestReadFault(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"marked read error", &ManifestError{File: "a.yaml", Err: &objectReadError{Err: errors.New("read: x")}}, true},
+		{"marked read error", &ManifestError{File: "a.yaml", Err: &render.ReadError{Err: errors.New("read: x")}}, true},
 		{"garbage in a deflate stream", &ManifestError{File: "a.yaml", Err: fmt.Errorf("read: %w", flate.CorruptInputError(12))}, true},
 		{"zlib checksum", fmt.Errorf("blob: %w", zlib.ErrChecksum), true},
 		{"object missing", fmt.Errorf("blob: %w", plumbing.ErrObjectNotFound), true},
@@ -756,4 +500,20 @@ func TestReadFault(t *testing.T) {
 			t.Errorf("%s: readFault(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
+}
+
+// cacheOf is the directory of s's clone (a Git source's).
+func cacheOf(t testing.TB, s *Source) string {
+	t.Helper()
+	g, ok := s.f.(*gitsrc.Source)
+	if !ok {
+		t.Fatalf("%s is not a Git source", s.DisplayURL())
+	}
+	return g.CacheDir()
+}
+
+// isSHA reports whether ref is a full 40-hex commit SHA.
+func isSHA(ref string) bool {
+	_, err := hex.DecodeString(ref)
+	return len(ref) == 40 && err == nil
 }

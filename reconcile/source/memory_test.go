@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	gitsrc "recond.dev/recond/reconcile/source/git"
 	"recond.dev/recond/reconcile/source/render"
 )
 
@@ -54,9 +55,9 @@ func TestRenderRefusesLargeFilesUnread(t *testing.T) {
 		"other/.git-crypt/huge.yaml":   big + "y",
 		"other/vendor/notes/readme.md": big + "z",
 	}
-	// Many files just under the size go-git streams (largeObject), none a
+	// Many files just under the size go-git streams (gitsrc.LargeObject), none a
 	// manifest: looked up whole, they would add up to more than the bound.
-	part := bigConfigMap("part", largeObject-1024)
+	part := bigConfigMap("part", gitsrc.LargeObject-1024)
 	for i := range 64 {
 		files[fmt.Sprintf("other/data/part-%02d.bin", i)] = fmt.Sprintf("%02d%s", i, part)
 	}
@@ -174,7 +175,7 @@ func TestReadFileRefusesAnObjectLongerThanItsSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := render.NewBudget(DefaultLimits)
-	data, err := b.ReadFile("a.yaml", gitFile{object.NewFile("a.yaml", filemode.Regular, blob)})
+	data, err := b.ReadFile("a.yaml", gitsrc.File(object.NewFile("a.yaml", filemode.Regular, blob)))
 	var ore *render.ReadError
 	if err == nil || !errors.As(err, &ore) {
 		t.Fatalf("readFile = %q, %v; want a read error", data, err)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/reconcile/source/oci"
 )
 
 func ociCM(name, value string) string {
@@ -37,6 +39,17 @@ func mustRender(t *testing.T, s *Source, rev string) []string {
 		t.Fatalf("Render %s: %v", rev, err)
 	}
 	return names(ms)
+}
+
+// artifactDirOf is where s (an OCI source) caches the artifact of digest
+// rev.
+func artifactDirOf(t testing.TB, s *Source, rev string) string {
+	t.Helper()
+	o, ok := s.f.(*oci.Source)
+	if !ok {
+		t.Fatalf("%s is not an OCI source", s.DisplayURL())
+	}
+	return filepath.Join(o.CacheDir(), strings.TrimPrefix(rev, "sha256:"))
 }
 
 func reasonOfErr(err error) Reason {
@@ -101,7 +114,7 @@ func TestOCILifecycle(t *testing.T) {
 
 	// A damaged cache: the render fails as the cache's fault, the next
 	// fetch pulls the artifact again, and it renders.
-	layer := s.artifactDir(d1) + "/layer.tar.gz"
+	layer := artifactDirOf(t, s, d1) + "/layer.tar.gz"
 	if err := os.WriteFile(layer, []byte("damaged"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +292,7 @@ func TestOCIWorker(t *testing.T) {
 	if got := mustRender(t, s, d); len(got) != 1 || !strings.HasSuffix(got[0], "ConfigMap/k-a") {
 		t.Fatalf("render in the worker: %v", got)
 	}
-	if err := os.WriteFile(s.artifactDir(d)+"/layer.tar.gz", []byte("damaged"), 0o644); err != nil {
+	if err := os.WriteFile(artifactDirOf(t, s, d)+"/layer.tar.gz", []byte("damaged"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Render(context.Background(), d); err == nil || !readFault(err) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/reconcile/source/oci"
 	"recond.dev/recond/reconcile/source/oci/cosign"
 )
 
@@ -75,7 +76,15 @@ func TestOCIVerifyArtifacts(t *testing.T) {
 	// A signature copied from legacy onto copied: the .sig tag of legacy,
 	// tagged as copied's.
 	s := source("legacy")
-	repoClient, err := s.oci.client.Repository()
+	ref, err := oci.ParseURL(s.DisplayURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := oci.New(ref, oci.Options{CAFile: reg.CAFile, Insecure: reg.CAFile == ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repoClient, err := client.Repository()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
-
+	"recond.dev/recond/reconcile/source/fetch"
 	"recond.dev/recond/reconcile/source/helm"
 	"recond.dev/recond/reconcile/source/kustomize"
 	"recond.dev/recond/reconcile/source/render"
@@ -62,20 +59,17 @@ func newLimitError(limit string, value, max int64, file string) *ManifestError {
 // It never opens a network connection or starts a process, and returns
 // soon after ctx is done.
 func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
-	if !s.isRevision(sha) {
-		what := "a full commit SHA"
-		if s.kind == kindOCI {
-			what = "a sha256: manifest digest"
-		}
-		return nil, fmt.Errorf("render %s: %q is not %s", s.display, sha, what)
+	t, err := s.f.Open(sha)
+	var re *fetch.RevisionError
+	if errors.As(err, &re) {
+		return nil, fmt.Errorf("render %s: %w", s.display, err)
 	}
 	sha = strings.ToLower(sha)
-	if s.kind != kindLocal {
-		mu := cacheLock(s.cache)
-		mu.RLock()
-		defer mu.RUnlock()
+	var ms []Manifest
+	if err == nil {
+		defer t.Close() // the source's cache stays as it is until then
+		ms, err = s.render(ctx, t)
 	}
-	ms, err := s.render(ctx, sha)
 	if err != nil {
 		s.renderFailed(sha, err)
 		return nil, fmt.Errorf("render %s at %s: %w", s.display, shortRev(sha), withReason(err))
@@ -83,14 +77,11 @@ func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
 	return ms, nil
 }
 
-func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
-	now, root, dir, err := s.tree(sha)
-	if err != nil {
-		return nil, err
-	}
+func (s *Source) render(ctx context.Context, t *fetch.Tree) ([]Manifest, error) {
+	sha := t.Rev
 	b := render.NewBudget(s.cfg.Limits)
 	b.ReadKeys(s.cfg.SOPSAgeKeysFile)
-	ms, err := s.renderWith(ctx, now, sha, root, dir, b)
+	ms, err := s.renderWith(ctx, t, b)
 	if err != nil {
 		return nil, b.Safe(err) // no error quotes a secret value (render.Secrets)
 	}
@@ -106,58 +97,26 @@ func (s *Source) render(ctx context.Context, sha string) ([]Manifest, error) {
 }
 
 // renderWith renders the revision's chart, kustomization or plain files;
-// now is the revision's time (a chart's `now`).
-func (s *Source) renderWith(ctx context.Context, now time.Time, sha string, root, dir Dir, b *render.Budget) ([]Manifest, error) {
-	if e, err := dir.Entry(helm.ChartFile); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
-		return s.helm(ctx, now, sha, root, b)
+// the tree's time is the revision's (a chart's `now`).
+func (s *Source) renderWith(ctx context.Context, t *fetch.Tree, b *render.Budget) ([]Manifest, error) {
+	if e, err := t.Dir.Entry(helm.ChartFile); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
+		return s.helm(ctx, t, b)
 	}
 	for _, name := range kustomize.Files {
-		if e, err := dir.Entry(name); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
-			return s.kustomize(ctx, now, sha, root, b)
+		if e, err := t.Dir.Entry(name); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
+			return s.kustomize(ctx, t, b)
 		}
 	}
-	return render.Plain(ctx, root, dir, s.dir, b)
-}
-
-// tree opens the revision and returns its time (a commit's committer
-// time; an artifact's, when it was made, as its manifest says) and its
-// files: the root and the configured directory.
-func (s *Source) tree(sha string) (time.Time, Dir, Dir, error) {
-	if s.kind == kindOCI {
-		root, dir, a, err := s.ociTree(sha)
-		return a.Created, root, dir, err
-	}
-	repo, err := s.open()
-	if err != nil {
-		return time.Time{}, nil, nil, err
-	}
-	commit, err := repo.CommitObject(plumbing.NewHash(sha))
-	if err != nil {
-		return time.Time{}, nil, nil, fmt.Errorf("commit %s: %w", sha, err)
-	}
-	root, err := commit.Tree()
-	if err != nil {
-		return time.Time{}, nil, nil, fmt.Errorf("commit %s: %w", sha, err)
-	}
-	var dir *object.Tree = root
-	if s.dir != "." {
-		if dir, err = root.Tree(s.dir); err != nil {
-			if errors.Is(err, object.ErrDirectoryNotFound) {
-				return time.Time{}, nil, nil, &ManifestError{File: s.dir, Err: err}
-			}
-			return time.Time{}, nil, nil, fmt.Errorf("%s: %w", s.dir, err)
-		}
-	}
-	return commit.Committer.When.UTC(), gitDir{root}, gitDir{dir}, nil
+	return render.Plain(ctx, t.Root, t.Dir, s.dir, b)
 }
 
 // kustomize builds the kustomization at s.dir and decodes what it produced.
 // With a Worker configured, the build runs in a worker process (see
 // worker.go) that is killed when ctx is done; otherwise it runs in-process
 // (kustomize.InProcess).
-func (s *Source) kustomize(ctx context.Context, now time.Time, sha string, root Dir, b *render.Budget) ([]Manifest, error) {
+func (s *Source) kustomize(ctx context.Context, t *fetch.Tree, b *render.Budget) ([]Manifest, error) {
 	label := kustomize.Label(s.dir)
-	req, err := s.helmRequest(ctx, now)
+	req, err := s.helmRequest(ctx, t.Time)
 	var capsErr *capabilitiesError
 	if errors.As(err, &capsErr) {
 		// Only a helmCharts entry needs them: it fails with this error.
@@ -169,10 +128,10 @@ func (s *Source) kustomize(ctx context.Context, now time.Time, sha string, root 
 	read := b.BytesRead()
 	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
 		if s.cfg.Worker != nil {
-			return s.renderInWorker(ctx, sha, b, label, &req, false)
+			return s.renderInWorker(ctx, t, b, label, &req, false)
 		}
 		b.SetBytesRead(read) // a render again with the seed reads the same files: count them once
-		return kustomize.InProcess(ctx, root, s.dir, b, req)
+		return kustomize.InProcess(ctx, t.Root, s.dir, b, req)
 	})
 	if err != nil {
 		return nil, err

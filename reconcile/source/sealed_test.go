@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"sigs.k8s.io/kustomize/api/krusty"
 
 	"recond.dev/recond/reconcile/source/render"
@@ -195,21 +194,14 @@ func TestKustomizeSealedWithoutPrecheck(t *testing.T) {
 	tw := newTripwire(t)
 	dir, sha, cases := sealedFixture(t, tw.addr)
 	s := mustNew(t, Config{URL: dir})
-	repo, err := s.open()
+	tr, err := s.f.Open(sha)
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit, err := repo.CommitObject(plumbing.NewHash(sha))
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := commit.Tree()
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer tr.Close()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tfs := render.NewFS(context.Background(), gitDir{root}, render.NewBudget(DefaultLimits))
+			tfs := render.NewFS(context.Background(), tr.Root, render.NewBudget(DefaultLimits))
 			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(tfs, render.Abs(c.dir))
 			if err == nil {
 				out, _ := rm.AsYaml()

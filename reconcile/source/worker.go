@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"recond.dev/recond/internal/transient"
+	"recond.dev/recond/reconcile/source/fetch"
 	"recond.dev/recond/reconcile/source/helm"
 	"recond.dev/recond/reconcile/source/kustomize"
 	"recond.dev/recond/reconcile/source/render"
@@ -87,14 +88,14 @@ const workerEnv = "_RECOND_RENDER_WORKER"
 
 // workerRequest is what the worker is asked to render.
 type workerRequest struct {
-	Repo      string `json:"repo"`  // the repository's directory
-	Local     bool   `json:"local"` // a local repository (else a bare clone)
-	OCI       bool   `json:"oci"`   // Repo is an OCI source's cache of artifacts
-	SHA       string `json:"sha"`
-	Dir       string `json:"dir"`
-	Limits    Limits `json:"limits"`
-	MaxMemory int64  `json:"maxMemory"`
-	CPU       int64  `json:"cpuSeconds"` // RLIMIT_CPU; 0 for none
+	// Tree is where the source keeps the revision's files, for the kind
+	// of source that named it to open them (openTree).
+	Tree      fetch.Location `json:"tree"`
+	SHA       string         `json:"sha"`
+	Dir       string         `json:"dir"`
+	Limits    Limits         `json:"limits"`
+	MaxMemory int64          `json:"maxMemory"`
+	CPU       int64          `json:"cpuSeconds"` // RLIMIT_CPU; 0 for none
 	// Helm is what a chart needs (a kustomization's helmCharts too).
 	Helm *helmRequest `json:"helm,omitempty"`
 	// Chart renders the chart at Dir; else kustomize builds it.
@@ -167,7 +168,7 @@ func (w *wireError) err() error {
 	case w.Limit != nil:
 		err = w.Limit
 	case w.ReadFault:
-		err = &objectReadError{Err: err}
+		err = &render.ReadError{Err: err}
 	case w.NoSeed:
 		err = fmt.Errorf("%s%w", strings.TrimSuffix(w.Msg, ErrNoSeed.Error()), ErrNoSeed)
 	case w.Decrypt != "":
@@ -212,13 +213,6 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 		_, _ = out.Write(append(line, '\n'))
 		return 2
 	}
-	s := &Source{kind: kindHTTP, cache: req.Repo, dir: req.Dir, cfg: Config{Limits: req.Limits}}
-	switch {
-	case req.Local:
-		s.kind, s.local = kindLocal, req.Repo
-	case req.OCI:
-		s.kind = kindOCI
-	}
 	b := render.NewBudget(req.Limits)
 	var keysErr error
 	if req.KeysErr != "" {
@@ -226,10 +220,11 @@ func serveWorker(in io.Reader, out, diag io.Writer) int {
 	}
 	b.SetKeys(req.AgeKeys, req.KeysFile, keysErr)
 	yaml, err := func() ([]byte, error) {
-		_, root, _, err := s.tree(req.SHA)
+		t, err := openTree(req.Tree, req.SHA, req.Dir, req.Limits)
 		if err != nil {
 			return nil, err
 		}
+		root := t.Root
 		var h helmRequest
 		if req.Helm != nil {
 			h = *req.Helm
@@ -340,9 +335,10 @@ func vmSize() (uint64, error) {
 	return 0, errors.New("no VmSize in /proc/self/status")
 }
 
-// renderInWorker builds the kustomization at s.dir (helm nil) or renders
-// the chart there in a worker process and returns its YAML output.
-func (s *Source) renderInWorker(ctx context.Context, sha string, b *render.Budget, label string, helm *helmRequest, chart bool) ([]byte, error) {
+// renderInWorker builds the kustomization at s.dir of t (helm nil) or
+// renders the chart there in a worker process, which opens t again where
+// its source keeps it, and returns its YAML output.
+func (s *Source) renderInWorker(ctx context.Context, t *fetch.Tree, b *render.Budget, label string, helm *helmRequest, chart bool) ([]byte, error) {
 	w := s.cfg.Worker
 	mem := w.MaxMemory
 	if mem <= 0 {
@@ -350,16 +346,10 @@ func (s *Source) renderInWorker(ctx context.Context, sha string, b *render.Budge
 	}
 	lim := b.Limits()
 	keys, keysFile, keysErr := b.Keys()
-	req := workerRequest{Repo: s.cache, SHA: sha, Dir: s.dir, Limits: lim, MaxMemory: mem, Helm: helm, Chart: chart,
+	req := workerRequest{Tree: t.Reopen, SHA: t.Rev, Dir: s.dir, Limits: lim, MaxMemory: mem, Helm: helm, Chart: chart,
 		AgeKeys: keys, KeysFile: keysFile}
 	if keysErr != nil {
 		req.KeysErr = keysErr.Error()
-	}
-	switch s.kind {
-	case kindLocal:
-		req.Repo, req.Local = s.local, true
-	case kindOCI:
-		req.OCI = true
 	}
 	if d, ok := ctx.Deadline(); ok {
 		// A backstop only: the worker is killed at the deadline. CPU time

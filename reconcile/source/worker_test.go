@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-cmp/cmp"
 
 	"recond.dev/recond/internal/testenv"
@@ -230,4 +231,14 @@ func TestWorkerOutOfMemory(t *testing.T) {
 func workerChildren(t *testing.T) []int {
 	t.Helper()
 	return testenv.ChildrenWithEnv(os.Getpid(), workerEnv+"=1")
+}
+
+// TestReasonCrossesThePipe: a render error's reason survives the render
+// worker's pipe.
+func TestReasonCrossesThePipe(t *testing.T) {
+	err := toWire(fmt.Errorf("read: %w", plumbing.ErrObjectNotFound)).err()
+	var se *Error
+	if !errors.As(err, &se) || se.Reason != ReasonNotFound {
+		t.Fatalf("after the pipe: %#v, want an *Error with reason %q", err, ReasonNotFound)
+	}
 }

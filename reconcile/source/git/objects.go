@@ -1,4 +1,4 @@
-package source
+package git
 
 import (
 	"fmt"
@@ -6,24 +6,22 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-
-	"recond.dev/recond/reconcile/source/render"
 )
 
-// largeObject is the size above which an object of the repository Render
+// LargeObject is the size above which an object of the repository Render
 // reads is streamed from disk when read, instead of being inflated whole
 // into memory as soon as it is looked up. go-git's default loads every
 // blob it is asked for, before anyone can look at its size: a tree of many
 // large files then cost their whole size in memory even when the render
 // limits refuse the first of them.
-const largeObject = 256 << 10
+const LargeObject = 256 << 10
 
 // objectCacheBytes bounds go-git's object cache for one render (go-git's
-// default is 96 MiB). Only objects up to largeObject are cached.
+// default is 96 MiB). Only objects up to LargeObject are cached.
 const objectCacheBytes = 16 << 20
 
 // streamLarge returns repo reopened on the same .git directory with
-// objects above largeObject read lazily: looking one up reads its header
+// objects above LargeObject read lazily: looking one up reads its header
 // (type and size) only. It is meant for reading, not fetching.
 func streamLarge(repo *git.Repository) (*git.Repository, error) {
 	fs, ok := repo.Storer.(*filesystem.Storage)
@@ -31,14 +29,10 @@ func streamLarge(repo *git.Repository) (*git.Repository, error) {
 		return repo, nil
 	}
 	st := filesystem.NewStorageWithOptions(fs.Filesystem(), cache.NewObjectLRU(objectCacheBytes),
-		filesystem.Options{LargeObjectThreshold: largeObject})
+		filesystem.Options{LargeObjectThreshold: LargeObject})
 	r, err := git.Open(st, nil)
 	if err != nil {
 		return nil, fmt.Errorf("open objects: %w", err)
 	}
 	return r, nil
 }
-
-// objectReadError is the clone failing to give an object's content
-// (render.ReadError): the next Fetch clones afresh.
-type objectReadError = render.ReadError

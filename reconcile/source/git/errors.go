@@ -1,4 +1,4 @@
-package source
+package git
 
 import (
 	"errors"
@@ -12,56 +12,26 @@ import (
 
 	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/internal/transient"
-	"recond.dev/recond/reconcile/source/oci"
 )
 
-// Reason says why the source could not be read, in the words of the loop's
-// closed set of reasons (reconcile.Reason has the same values).
-type Reason = reason.Reason
-
-// The reasons an *Error carries.
-const (
-	ReasonAuth        = reason.Auth
-	ReasonNotFound    = reason.NotFound
-	ReasonTimeout     = reason.Timeout
-	ReasonUnavailable = reason.Unavailable
-	ReasonOther       = reason.Other
-	// ReasonInvalid: an artifact that recond refuses (oci.go).
-	ReasonInvalid = reason.Invalid
-	// ReasonForbidden: an artifact whose signature does not verify, a
-	// redirect recond will not follow (https to http), a render worker
-	// the platform refuses what it asks.
-	ReasonForbidden = reason.Forbidden
-)
-
-// Error is a failure to read the source (Git, its transports, the disk)
-// with its reason, decided once, where the failure is made: the loop's
-// classifier asks for it with errors.As rather than knowing go-git's errors.
-type Error = reason.Error
-
-// withReason returns err as an *Error with its reason (err itself when it
-// already is one, or when reasonOf has nothing to say: a stop, a manifest's
-// fault, anything unknown).
-func withReason(err error) error {
-	var e *Error
+// WithReason returns err as a *reason.Error with its reason (err itself
+// when it already is one, or when ReasonOf has nothing to say: a stop, a
+// manifest's fault, anything unknown).
+func WithReason(err error) error {
+	var e *reason.Error
 	if err == nil || errors.As(err, &e) {
 		return err
 	}
-	var oe *oci.Error
-	if errors.As(err, &oe) {
-		// The registry client decided it where it failed.
-		return &Error{Reason: Reason(oe.Reason), Err: err}
-	}
-	if r := reasonOf(err); r != "" {
-		return &Error{Reason: r, Err: err}
+	if r := ReasonOf(err); r != "" {
+		return &reason.Error{Reason: r, Err: err}
 	}
 	return err
 }
 
-// reasonOf is the one list of what go-git, its transports, the network and
+// ReasonOf is the one list of what go-git, its transports, the network and
 // the machine fail with, and why. go-git hides a transport's failure inside
 // errors without Unwrap: pass its errors through wrapGoGit first.
-func reasonOf(err error) Reason {
+func ReasonOf(err error) reason.Reason {
 	var (
 		hostKey *knownhosts.KeyError
 		httpErr *githttp.Err
@@ -73,26 +43,26 @@ func reasonOf(err error) Reason {
 		errors.Is(err, transport.ErrInvalidAuthMethod), errors.As(err, &hostKey),
 		// x/crypto/ssh has no typed error for a refused client key.
 		strings.Contains(err.Error(), "ssh: unable to authenticate"):
-		return ReasonAuth
+		return reason.Auth
 	case strings.Contains(err.Error(), "http redirect: "):
 		// go-git refused a redirect (from https to http, away from the
 		// repository, on a request after the first): the server sends
 		// recond where it will not go, which no retry changes. go-git has
 		// no typed error for it.
-		return ReasonForbidden
+		return reason.Forbidden
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, git.ErrRepositoryNotExists),
 		errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, plumbing.ErrObjectNotFound):
-		return ReasonNotFound
+		return reason.NotFound
 	case errors.As(err, &httpErr) && httpErr.Response != nil:
 		switch code := httpErr.Response.StatusCode; {
 		case code == 408 || code == 504:
-			return ReasonTimeout
+			return reason.Timeout
 		case code == 429 || code >= 500:
-			return ReasonUnavailable
+			return reason.Unavailable
 		}
-		return ReasonOther
+		return reason.Other
 	}
-	return Reason(transient.Reason(err))
+	return reason.Reason(transient.Reason(err))
 }
 
 // remoteError is a failure of the remote (or of the way to it) that the

@@ -1,13 +1,13 @@
-package source
+package oci
 
 import (
 	"errors"
 	"flag"
 )
 
-// OCIOptions say how an oci:// source reaches its registry and which
-// signatures its artifacts must carry.
-type OCIOptions struct {
+// Settings say how an oci:// source reaches its registry and which
+// signatures its artifacts must carry: what a user sets, as flags.
+type Settings struct {
 	// CredentialsFile is a dockerconfigjson file (what `kubectl create
 	// secret docker-registry` makes), read at every pull and resolve.
 	CredentialsFile string
@@ -25,7 +25,7 @@ type OCIOptions struct {
 }
 
 // BindFlags registers the --oci-* and artifact signature flags on fs.
-func (o *OCIOptions) BindFlags(fs *flag.FlagSet) {
+func (o *Settings) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.CredentialsFile, "oci-credentials-file", "", "dockerconfigjson file of registry credentials (as `kubectl create secret docker-registry` makes), read at every pull")
 	fs.StringVar(&o.CAFile, "oci-ca-file", "", "PEM certificates trusted for the registry's TLS, besides the system's")
 	fs.BoolVar(&o.Insecure, "oci-insecure", false, "speak plain HTTP to the registry (only a loopback host is allowed)")
@@ -34,7 +34,7 @@ func (o *OCIOptions) BindFlags(fs *flag.FlagSet) {
 }
 
 // Validate checks the options' combinations.
-func (o OCIOptions) Validate() error {
+func (o Settings) Validate() error {
 	switch {
 	case o.VerifyArtifacts && o.CosignKeysFile == "":
 		return errors.New("--verify-artifacts needs --cosign-keys-file")

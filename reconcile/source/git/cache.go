@@ -1,4 +1,4 @@
-package source
+package git
 
 import (
 	"compress/flate"
@@ -17,37 +17,55 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/internal/transient"
 )
 
-// open opens the repository Render reads from: the local repository, or
-// the cache of a remote one. Its large objects are streamed when read (see
-// streamLarge), so that looking at an object's size never costs its content.
+// open opens the repository a render reads from: the local repository, or
+// the cache of a remote one (openRepo).
 func (s *Source) open() (*git.Repository, error) {
-	repo, err := s.openPlain()
+	if s.kind == kindLocal {
+		return openRepo(s.local, true)
+	}
+	return openRepo(s.cache, false)
+}
+
+// openRepo opens the repository at dir (found from a path inside it when
+// local; else the bare clone of a remote one) for reading. Its large
+// objects are streamed when read (see streamLarge), so that looking at an
+// object's size never costs its content.
+func openRepo(dir string, local bool) (*git.Repository, error) {
+	repo, err := openPlain(dir, local)
 	if err != nil {
 		return nil, err
 	}
 	return streamLarge(repo)
 }
 
-func (s *Source) openPlain() (*git.Repository, error) {
-	if s.kind == kindLocal {
-		repo, err := git.PlainOpenWithOptions(s.local, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+func openPlain(dir string, local bool) (*git.Repository, error) {
+	if local {
+		repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 		if errors.Is(err, git.ErrRepositoryNotExists) {
 			// DetectDotGit only finds .git directories; try a bare repository.
-			if bare, bareErr := git.PlainOpen(s.local); bareErr == nil {
+			if bare, bareErr := git.PlainOpen(dir); bareErr == nil {
 				return bare, nil
 			}
 		}
 		return repo, err
 	}
-	repo, err := git.PlainOpen(s.cache)
+	repo, err := git.PlainOpen(dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return nil, fmt.Errorf("no clone cached yet (Fetch first): %w", err)
 	}
 	return repo, err
 }
+
+// CacheDir is the directory of the bare clone of a remote repository, ""
+// for a local one.
+func (s *Source) CacheDir() string { return s.cache }
+
+// Repository opens the repository a render reads from, as Open does.
+func (s *Source) Repository() (*git.Repository, error) { return s.open() }
 
 // openCache opens the bare clone of a remote repository, creating it when
 // missing.
@@ -95,7 +113,7 @@ func brokenCache(err error) bool {
 	var (
 		ce *cacheError
 		re *remoteError
-		se *Error
+		se *reason.Error
 	)
 	switch {
 	case errors.As(err, &ce), errors.Is(err, plumbing.ErrObjectNotFound):
@@ -104,17 +122,17 @@ func brokenCache(err error) bool {
 		errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, errCredentials):
 		return false
 	}
-	r := reasonOf(err)
+	r := ReasonOf(err)
 	if errors.As(err, &se) {
 		r = se.Reason
 	}
 	switch r {
-	case ReasonAuth, ReasonNotFound, ReasonTimeout:
+	case reason.Auth, reason.NotFound, reason.Timeout:
 		return false
-	case ReasonUnavailable:
+	case reason.Unavailable:
 		// The network's, or the machine's: a full disk is the clone's.
 		return transient.Exhausted(err)
-	case ReasonOther:
+	case reason.Other:
 		// An HTTP answer that is not Git's: the server's.
 		var httpErr *githttp.Err
 		return !errors.As(err, &httpErr)
@@ -122,23 +140,18 @@ func brokenCache(err error) bool {
 	return true
 }
 
-// renderFailed notes that rendering sha failed with err: unless err is the
-// commit's own fault (a *ManifestError that is not about reading an object)
-// or a stop, the next Fetch clones afresh, once per revision.
-func (s *Source) renderFailed(sha string, err error) {
-	var (
-		me *ManifestError
-		we *workerError
-		de *DecryptError
-	)
-	if s.kind == kindLocal || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.As(err, &me) && !readFault(err) || errors.As(err, &we) || errors.As(err, &de) {
+// Failed notes that rendering rev failed for a reason that may be the
+// clone's (an object it could not read, which it had not read at fetch):
+// the next Fetch clones afresh, once per revision. A local repository is
+// only read: nothing to do.
+func (s *Source) Failed(rev string) {
+	if s.kind == kindLocal {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.rebuilt != sha {
-		s.suspect = sha
+	if s.rebuilt != rev {
+		s.suspect = rev
 	}
 }
 
@@ -154,15 +167,12 @@ func (s *Source) takeSuspect() string {
 	return sha
 }
 
-// readFault reports whether err is go-git failing to read an object of the
+// ReadFault reports whether err is go-git failing to read an object of the
 // clone (missing, or damaged beyond what its types tell).
-func readFault(err error) bool {
+func ReadFault(err error) bool {
 	msg := err.Error()
-	var (
-		ore     *objectReadError
-		corrupt flate.CorruptInputError
-	)
-	return errors.As(err, &ore) || errors.As(err, &corrupt) || errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) ||
+	var corrupt flate.CorruptInputError
+	return errors.As(err, &corrupt) || errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) ||
 		errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		strings.Contains(msg, "invalid git object") || strings.Contains(msg, "malformed IDX") ||
 		strings.Contains(msg, "zlib: invalid") || strings.Contains(msg, "packfile")

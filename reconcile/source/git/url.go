@@ -1,4 +1,4 @@
-package source
+package git
 
 import (
 	"encoding/hex"
@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-
-	"recond.dev/recond/reconcile/source/render"
 )
 
 // parseURL classifies raw and fills kind, local, remote, display and the
@@ -133,8 +129,18 @@ func (s *Source) scrub(err error) error {
 	if out == msg {
 		return err
 	}
-	return &render.RedactedError{Msg: out, Err: err}
+	return &scrubbedError{msg: out, err: err}
 }
+
+// scrubbedError is an error shown with what display drops cut from its
+// text, its causes kept for errors.Is and errors.As.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
 
 // DisplayURL returns the URL without credentials, query or fragment, for
 // logs and annotations.
@@ -180,17 +186,6 @@ func checkRef(ref string) (string, error) {
 		return "", fmt.Errorf("source: ref %q: %w", ref, err)
 	}
 	return ref, nil
-}
-
-// cleanDir turns Config.Path into a clean slash-separated path relative to
-// the repository root, "." for the root itself. A leading "/" is allowed
-// (it means the root); climbing out with ".." is not.
-func cleanDir(p string) (string, error) {
-	p = path.Clean(strings.TrimLeft(filepath.ToSlash(p), "/"))
-	if p == ".." || strings.HasPrefix(p, "../") {
-		return "", fmt.Errorf("source: path %q leaves the repository", p)
-	}
-	return p, nil
 }
 
 // candidates lists the full reference names a short ref may stand for, in

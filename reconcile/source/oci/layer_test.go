@@ -1,4 +1,4 @@
-package source
+package oci
 
 import (
 	"archive/tar"
@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"recond.dev/recond/internal/testenv"
-
 	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/tree"
 )
 
 func digestOfBytes(b []byte) string {
@@ -25,12 +25,12 @@ func digestOfBytes(b []byte) string {
 // while it is read, naming the entry, with reason invalid (a
 // *ManifestError), and a layer within its bounds unpacks whole.
 func TestUnpackLayerRefusals(t *testing.T) {
-	small := Limits{MaxBytes: 64 << 10, MaxFileBytes: 4 << 10, MaxFiles: 8}.WithDefaults()
+	small := render.Limits{MaxBytes: 64 << 10, MaxFileBytes: 4 << 10, MaxFiles: 8}.WithDefaults()
 	file := func(name, body string) testenv.TarEntry { return testenv.TarEntry{Name: name, Body: body} }
 	cases := []struct {
 		name    string
 		entries []testenv.TarEntry
-		lim     Limits
+		lim     render.Limits
 		want    string // in the error; "" for none
 		limit   string // the LimitError's limit, if one
 	}{
@@ -47,28 +47,28 @@ func TestUnpackLayerRefusals(t *testing.T) {
 		{"link climbs", []testenv.TarEntry{{Name: "d/l.yaml", Typeflag: tar.TypeSymlink, Linkname: "../../x"}}, small, `layer entry d/l.yaml: a symbolic link to "../../x" leaves`, ""},
 		{"twice", []testenv.TarEntry{file("a.yaml", "x"), file("./a.yaml", "y")}, small, "layer entry ./a.yaml: given twice", ""},
 		{"through a link", []testenv.TarEntry{{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "d"}, file("l/x.yaml", "x")}, small, "layer entry l/x.yaml: l is not a directory", ""},
-		{"file too large", []testenv.TarEntry{file("big.yaml", strings.Repeat("x", 5<<10))}, small, "layer entry big.yaml", LimitFileBytes},
-		{"too many entries", []testenv.TarEntry{file("1", ""), file("2", ""), file("3", ""), file("4", ""), file("5", ""), file("6", ""), file("7", ""), file("8", ""), file("9", "")}, small, "layer entry 9", LimitFiles},
+		{"file too large", []testenv.TarEntry{file("big.yaml", strings.Repeat("x", 5<<10))}, small, "layer entry big.yaml", render.LimitFileBytes},
+		{"too many entries", []testenv.TarEntry{file("1", ""), file("2", ""), file("3", ""), file("4", ""), file("5", ""), file("6", ""), file("7", ""), file("8", ""), file("9", "")}, small, "layer entry 9", render.LimitFiles},
 		{"too long a name", []testenv.TarEntry{file(strings.Repeat("n", 5000), "x")}, small, "longer than a path", ""},
 		{"too deep", []testenv.TarEntry{file(strings.Repeat("d/", 70)+"x.yaml", "x")}, small, "directories deep", ""},
-		{"implied directories count", []testenv.TarEntry{file("a/b/c/d/e/f/g/h/i.yaml", "x")}, small, "layer entry a/b/c/d/e/f/g/h/i.yaml", LimitFiles},
+		{"implied directories count", []testenv.TarEntry{file("a/b/c/d/e/f/g/h/i.yaml", "x")}, small, "layer entry a/b/c/d/e/f/g/h/i.yaml", render.LimitFiles},
 		{"gzip bomb", func() []testenv.TarEntry {
 			var es []testenv.TarEntry
 			for i := range 8 {
 				es = append(es, file(string(rune('a'+i)), strings.Repeat("0", 4<<10)))
 			}
 			return es
-		}(), Limits{MaxBytes: 16 << 10, MaxFileBytes: 8 << 10, MaxFiles: 100}.WithDefaults(), "layer (uncompressed)", LimitBytes},
+		}(), render.Limits{MaxBytes: 16 << 10, MaxFileBytes: 8 << 10, MaxFiles: 100}.WithDefaults(), "layer (uncompressed)", render.LimitBytes},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			blob := testenv.TarGz(t, tc.entries...)
-			tree, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), tc.lim)
+			layer, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), tc.lim)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("unpack: %v", err)
 				}
-				if len(tree.Entries()) == 0 {
+				if len(layer.Entries()) == 0 {
 					t.Fatal("unpacked nothing")
 				}
 				return
@@ -79,11 +79,11 @@ func TestUnpackLayerRefusals(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q, want it to contain %q", err, tc.want)
 			}
-			var me *ManifestError
+			var me *render.ManifestError
 			if !errors.As(err, &me) {
 				t.Errorf("error %T is not a *ManifestError (reason invalid)", err)
 			}
-			var le *LimitError
+			var le *render.LimitError
 			if tc.limit != "" && (!errors.As(err, &le) || le.Limit != tc.limit) {
 				t.Errorf("error %v: want the %s limit", err, tc.limit)
 			}
@@ -104,14 +104,14 @@ func TestUnpackLayerDigest(t *testing.T) {
 		"hostile tree": testenv.TarGz(t, testenv.TarEntry{Name: "/etc/passwd", Body: "x"}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(good), DefaultLimits)
+			_, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(good), render.DefaultLimits)
 			var ore *render.ReadError
-			if !errors.As(err, &ore) || !readFault(err) {
+			if !errors.As(err, &ore) {
 				t.Fatalf("error %v (%T): want the cached layer's fault", err, err)
 			}
 		})
 	}
-	if _, err := unpackLayer(bytes.NewReader(good), digestOfBytes(good), DefaultLimits); err != nil {
+	if _, err := unpackLayer(bytes.NewReader(good), digestOfBytes(good), render.DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -130,9 +130,10 @@ func TestUnpackLayerShortEntry(t *testing.T) {
 	tw.Flush() // the tar stops here: 95 bytes of the entry are missing
 	zw.Close()
 	blob := buf.Bytes()
-	_, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), DefaultLimits)
-	var me *ManifestError
-	if !errors.As(err, &me) || readFault(err) || !strings.Contains(err.Error(), "layer entry a.yaml") {
+	_, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), render.DefaultLimits)
+	var me *render.ManifestError
+	var re *render.ReadError
+	if !errors.As(err, &me) || errors.As(err, &re) || !strings.Contains(err.Error(), "layer entry a.yaml") {
 		t.Fatalf("error %v (%T): want the artifact's fault naming a.yaml", err, err)
 	}
 }
@@ -153,11 +154,11 @@ func TestUnpackLayerPAXGlobalHeader(t *testing.T) {
 	tw.Close()
 	zw.Close()
 	blob := buf.Bytes()
-	tree, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), DefaultLimits)
+	layer, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), render.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tree.Entries(); len(got) != 1 || got[0].Name != "a.yaml" {
+	if got := layer.Entries(); len(got) != 1 || got[0].Name != "a.yaml" {
 		t.Fatalf("entries %v, want a.yaml alone", got)
 	}
 }
@@ -170,11 +171,11 @@ func TestUnpackLayerGzipMembers(t *testing.T) {
 	zw.Write(bytes.Repeat([]byte{0}, 1<<20))
 	zw.Close()
 	blob := buf.Bytes()
-	tree, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), DefaultLimits)
+	layer, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), render.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(tree.Entries()); got != 1 {
+	if got := len(layer.Entries()); got != 1 {
 		t.Fatalf("%d entries, want 1", got)
 	}
 }
@@ -186,30 +187,30 @@ func FuzzUnpackLayer(f *testing.F) {
 	f.Add(testenv.FilesTarGz(f, map[string]string{"a.yaml": "a: 1", "d/b.yaml": "b: 2"}))
 	f.Add(testenv.TarGz(f, testenv.TarEntry{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "d/../a"}, testenv.TarEntry{Name: "../x", Body: "x"}))
 	f.Add([]byte{0x1f, 0x8b, 8, 0})
-	lim := Limits{MaxBytes: 1 << 20, MaxFileBytes: 64 << 10, MaxFiles: 100}.WithDefaults()
+	lim := render.Limits{MaxBytes: 1 << 20, MaxFileBytes: 64 << 10, MaxFiles: 100}.WithDefaults()
 	f.Fuzz(func(t *testing.T, blob []byte) {
-		tree, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), lim)
+		layer, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), lim)
 		if err != nil {
 			return
 		}
-		var walk func(d *memDir, at string)
-		walk = func(d *memDir, at string) {
+		var walk func(d *tree.Mem, at string)
+		walk = func(d *tree.Mem, at string) {
 			for _, e := range d.Entries() {
 				if e.Name == "" || e.Name == "." || e.Name == ".." || strings.Contains(e.Name, "/") {
 					t.Fatalf("entry %q under %q", e.Name, at)
 				}
 				p := at + "/" + e.Name
-				n := d.entries[e.Name]
-				switch n.kind {
-				case KindDir:
-					walk(n.dir, p)
-				case KindSymlink:
-					if j := path.Join(path.Dir(strings.TrimPrefix(p, "/")), string(n.data)); path.IsAbs(string(n.data)) || j == ".." || strings.HasPrefix(j, "../") {
-						t.Fatalf("link %s -> %s leaves the tree", p, n.data)
+				n, _ := d.Lookup(e.Name)
+				switch n.Kind {
+				case tree.KindDir:
+					walk(n.Dir, p)
+				case tree.KindSymlink:
+					if j := path.Join(path.Dir(strings.TrimPrefix(p, "/")), string(n.Data)); path.IsAbs(string(n.Data)) || j == ".." || strings.HasPrefix(j, "../") {
+						t.Fatalf("link %s -> %s leaves the tree", p, n.Data)
 					}
 				}
 			}
 		}
-		walk(tree, "")
+		walk(layer, "")
 	})
 }

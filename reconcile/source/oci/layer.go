@@ -1,79 +1,26 @@
-package source
+package oci
 
 import (
 	"archive/tar"
-	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path"
-	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/tree"
 )
 
-// An OCI artifact's layer (a tar+gzip) becomes a tree of files in memory,
-// behind Dir and File like a Git commit's tree, so that every renderer
-// reads it under the same bounds and link rules. The layer is untrusted:
-// what it may not hold is refused while it is read, naming the entry,
-// before anything is rendered.
-
-// memDir is one directory of an unpacked layer.
-type memDir struct {
-	entries map[string]*memNode
-	names   []string // sorted
-}
-
-// memNode is one entry: a file's content, a link's target or a directory.
-type memNode struct {
-	kind EntryKind
-	data []byte
-	dir  *memDir
-}
-
-func newMemDir() *memDir { return &memDir{entries: map[string]*memNode{}} }
-
-func (d *memDir) Entries() []Entry {
-	out := make([]Entry, len(d.names))
-	for i, n := range d.names {
-		out[i] = Entry{Name: n, Kind: d.entries[n].kind}
-	}
-	return out
-}
-
-func (d *memDir) Entry(name string) (Entry, error) {
-	n, ok := d.entries[name]
-	if !ok {
-		return Entry{}, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
-	}
-	return Entry{Name: name, Kind: n.kind}, nil
-}
-
-func (d *memDir) Dir(name string) (Dir, error) {
-	n, ok := d.entries[name]
-	if !ok || n.kind != KindDir {
-		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
-	}
-	return n.dir, nil
-}
-
-func (d *memDir) File(name string) (File, error) {
-	n, ok := d.entries[name]
-	if !ok || n.kind == KindDir {
-		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
-	}
-	return memFile(n.data), nil
-}
-
-// memFile is a file's content (or a link's target).
-type memFile []byte
-
-func (f memFile) Size() int64                  { return int64(len(f)) }
-func (f memFile) Open() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(f)), nil }
+// An artifact's layer (a tar+gzip) becomes a tree of files in memory
+// (a tree.Mem), behind tree.Dir and tree.File like a Git commit's tree, so
+// that every renderer reads it under the same bounds and link rules. The
+// layer is untrusted: what it may not hold is refused while it is read,
+// naming the entry, before anything is rendered.
 
 // The longest entry name and the deepest entry a layer may hold: a path
 // longer than Linux's PATH_MAX, or deeper than any manifest tree, is not
@@ -86,13 +33,13 @@ const (
 // layerError is an entry of a layer that recond refuses: reason invalid,
 // naming the entry.
 func layerError(entry, format string, args ...any) error {
-	return &ManifestError{File: "layer entry " + entry, Err: fmt.Errorf(format, args...)}
+	return &render.ManifestError{File: "layer entry " + entry, Err: fmt.Errorf(format, args...)}
 }
 
 // unpackLayer reads a tar+gzip layer into memory and checks that what
 // was read is the blob of digest (a "sha256:..." the manifest named): a
 // cached blob that no longer is fails as the cache's fault (an
-// *objectReadError), so the next fetch pulls it again.
+// *render.ReadError), so the next fetch pulls it again.
 //
 // Refused, each naming the entry: a path that is absolute or climbs with
 // "..", a hard link, a device, FIFO or any type but a file, a directory
@@ -100,7 +47,7 @@ func layerError(entry, format string, args ...any) error {
 // the tree, an entry given twice, a file larger than MaxFileBytes, more
 // than MaxFiles entries, and more than MaxBytes of uncompressed data (the
 // tar's headers included).
-func unpackLayer(blob io.Reader, digest string, lim Limits) (*memDir, error) {
+func unpackLayer(blob io.Reader, digest string, lim render.Limits) (*tree.Mem, error) {
 	want, ok := strings.CutPrefix(digest, "sha256:")
 	if !ok {
 		return nil, fmt.Errorf("layer digest %q is not sha256", digest)
@@ -113,7 +60,7 @@ func unpackLayer(blob io.Reader, digest string, lim Limits) (*memDir, error) {
 	}
 	zr.Multistream(false)
 	plain := &countingReader{r: zr, max: lim.MaxBytes}
-	root := newMemDir()
+	root := tree.NewMem()
 	files := 0
 	tr := tar.NewReader(plain)
 	for {
@@ -125,7 +72,7 @@ func unpackLayer(blob io.Reader, digest string, lim Limits) (*memDir, error) {
 			return nil, checkBlob(src, h, want, plain.limitOr(layerError("(tar)", "%v", err)))
 		}
 		if files++; files > lim.MaxFiles {
-			return nil, newLimitError(LimitFiles, int64(files), int64(lim.MaxFiles), "layer entry "+hdr.Name)
+			return nil, render.NewLimitError(render.LimitFiles, int64(files), int64(lim.MaxFiles), "layer entry "+hdr.Name)
 		}
 		if err := addEntry(root, tr, hdr, lim, &files); err != nil {
 			return nil, checkBlob(src, h, want, plain.limitOr(err))
@@ -139,10 +86,10 @@ func unpackLayer(blob io.Reader, digest string, lim Limits) (*memDir, error) {
 // wins over what its content made fail (err).
 func checkBlob(src io.Reader, h interface{ Sum([]byte) []byte }, want string, err error) error {
 	if _, cerr := io.Copy(io.Discard, src); cerr != nil {
-		return &objectReadError{Err: fmt.Errorf("read the cached layer: %w", cerr)}
+		return &render.ReadError{Err: fmt.Errorf("read the cached layer: %w", cerr)}
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return &objectReadError{Err: fmt.Errorf("the cached layer is damaged: its digest is sha256:%s, not sha256:%s", got[:12], want[:12])}
+		return &render.ReadError{Err: fmt.Errorf("the cached layer is damaged: its digest is sha256:%s, not sha256:%s", got[:12], want[:12])}
 	}
 	return err
 }
@@ -169,13 +116,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // limitOr is the bytes limit, when that is why reading stopped, or err.
 func (c *countingReader) limitOr(err error) error {
 	if c.exceeded {
-		return newLimitError(LimitBytes, c.n, c.max, "layer (uncompressed)")
+		return render.NewLimitError(render.LimitBytes, c.n, c.max, "layer (uncompressed)")
 	}
 	return err
 }
 
 // addEntry checks one tar entry and adds it to root.
-func addEntry(root *memDir, tr *tar.Reader, hdr *tar.Header, lim Limits, files *int) error {
+func addEntry(root *tree.Mem, tr *tar.Reader, hdr *tar.Header, lim render.Limits, files *int) error {
 	name := hdr.Name
 	if len(name) > maxEntryName {
 		return layerError(name[:64]+"...", "a name of %d bytes, longer than a path (%d)", len(name), maxEntryName)
@@ -212,51 +159,47 @@ func addEntry(root *memDir, tr *tar.Reader, hdr *tar.Header, lim Limits, files *
 	parent, base, err := mkdirs(root, clean, func() error {
 		// A directory the entry implies counts as an entry of its own.
 		if *files++; *files > lim.MaxFiles {
-			return newLimitError(LimitFiles, int64(*files), int64(lim.MaxFiles), "layer entry "+name)
+			return render.NewLimitError(render.LimitFiles, int64(*files), int64(lim.MaxFiles), "layer entry "+name)
 		}
 		return nil
 	})
 	if err != nil {
-		var me *ManifestError
+		var me *render.ManifestError
 		if errors.As(err, &me) {
 			return err
 		}
 		return layerError(name, "%v", err)
 	}
-	if old, ok := parent.entries[base]; ok {
-		if hdr.Typeflag == tar.TypeDir && old.kind == KindDir {
+	if old, ok := parent.Lookup(base); ok {
+		if hdr.Typeflag == tar.TypeDir && old.Kind == tree.KindDir {
 			return nil // a directory named again, as tar does for parents
 		}
 		return layerError(name, "given twice in the layer")
 	}
-	n := &memNode{}
+	n := &tree.MemEntry{}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
-		n.kind, n.dir = KindDir, newMemDir()
+		n.Kind, n.Dir = tree.KindDir, tree.NewMem()
 	case tar.TypeSymlink:
 		t := hdr.Linkname
-		if path.IsAbs(t) || len(t) == 0 || len(t) > maxSymlinkTarget {
+		if path.IsAbs(t) || len(t) == 0 || len(t) > tree.MaxLinkTarget {
 			return layerError(name, "a symbolic link to %q leaves the artifact", t)
 		}
 		if j := path.Join(path.Dir(clean), t); j == ".." || strings.HasPrefix(j, "../") {
 			return layerError(name, "a symbolic link to %q leaves the artifact", t)
 		}
-		n.kind, n.data = KindSymlink, []byte(t)
+		n.Kind, n.Data = tree.KindSymlink, []byte(t)
 	default:
 		if hdr.Size > lim.MaxFileBytes {
-			return newLimitError(LimitFileBytes, hdr.Size, lim.MaxFileBytes, "layer entry "+name)
+			return render.NewLimitError(render.LimitFileBytes, hdr.Size, lim.MaxFileBytes, "layer entry "+name)
 		}
 		data := make([]byte, hdr.Size)
 		if _, err := io.ReadFull(tr, data); err != nil {
 			return layerError(name, "%v", err)
 		}
-		n.kind, n.data = KindFile, data
+		n.Kind, n.Data = tree.KindFile, data
 	}
-	parent.entries[base] = n
-	i := sort.SearchStrings(parent.names, base)
-	parent.names = append(parent.names, "")
-	copy(parent.names[i+1:], parent.names[i:])
-	parent.names[i] = base
+	parent.Add(base, n)
 	return nil
 }
 
@@ -280,26 +223,22 @@ func entryPath(name string) (string, error) {
 // mkdirs returns the directory that holds p, making the directories on
 // the way (each after made agrees); a file or link on the way is an
 // error.
-func mkdirs(root *memDir, p string, made func() error) (*memDir, string, error) {
+func mkdirs(root *tree.Mem, p string, made func() error) (*tree.Mem, string, error) {
 	parts := strings.Split(p, "/")
 	d := root
 	for i, part := range parts[:len(parts)-1] {
-		n, ok := d.entries[part]
+		n, ok := d.Lookup(part)
 		if !ok {
 			if err := made(); err != nil {
 				return nil, "", err
 			}
-			n = &memNode{kind: KindDir, dir: newMemDir()}
-			d.entries[part] = n
-			j := sort.SearchStrings(d.names, part)
-			d.names = append(d.names, "")
-			copy(d.names[j+1:], d.names[j:])
-			d.names[j] = part
+			n = &tree.MemEntry{Kind: tree.KindDir, Dir: tree.NewMem()}
+			d.Add(part, n)
 		}
-		if n.kind != KindDir {
+		if n.Kind != tree.KindDir {
 			return nil, "", fmt.Errorf("%s is not a directory", strings.Join(parts[:i+1], "/"))
 		}
-		d = n.dir
+		d = n.Dir
 	}
 	return d, parts[len(parts)-1], nil
 }

@@ -1,4 +1,4 @@
-package source
+package oci
 
 import (
 	"context"
@@ -9,36 +9,35 @@ import (
 	"os"
 	"path/filepath"
 
+	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/reconcile/source/oci/cosign"
-	"recond.dev/recond/reconcile/source/oci"
 )
 
-// verifyArtifact refuses the artifact of digest rev unless it carries a
-// cosign signature by a key of OCIOptions.CosignKeysFile (in the
+// verify refuses the artifact of digest rev unless it carries a
+// cosign signature by a key of Settings.CosignKeysFile (in the
 // sha256-<hex>.sig tag, or an OCI 1.1 referrer bundle). A digest is
 // checked once per content of the keys file: the keys are read at every
 // Fetch, so a key taken out refuses the next artifact it signed, and the
-// current one again. The refusal is an *Error with reason forbidden,
+// current one again. The refusal is a *reason.Error with reason forbidden,
 // naming the digest and the key.
-func (s *Source) verifyArtifact(ctx context.Context, rev string) error {
-	o := s.cfg.OCI
+func (s *Source) verify(ctx context.Context, rev string) error {
+	o := s.cfg.Settings
 	if !o.VerifyArtifacts {
 		return nil
 	}
 	pem, err := os.ReadFile(o.CosignKeysFile)
 	if err != nil {
-		return &Error{Reason: ReasonForbidden, Err: fmt.Errorf("read --cosign-keys-file: %w", errors.Unwrap(err))}
+		return &reason.Error{Reason: reason.Forbidden, Err: fmt.Errorf("read --cosign-keys-file: %w", errors.Unwrap(err))}
 	}
 	keys, err := cosign.ParseKeys(pem)
 	if err != nil {
-		return &Error{Reason: ReasonForbidden, Err: fmt.Errorf("--cosign-keys-file: %w", err)}
+		return &reason.Error{Reason: reason.Forbidden, Err: fmt.Errorf("--cosign-keys-file: %w", err)}
 	}
 	sum := sha256.Sum256(pem)
 	checked := rev + "@" + string(sum[:])
-	v := s.oci
-	v.mu.Lock()
-	done := v.verified[rev] == checked
-	v.mu.Unlock()
+	s.mu.Lock()
+	done := s.verified[rev] == checked
+	s.mu.Unlock()
 	if done {
 		return nil
 	}
@@ -51,19 +50,19 @@ func (s *Source) verifyArtifact(ctx context.Context, rev string) error {
 		_ = os.RemoveAll(s.artifactDir(rev))
 		return &cacheError{fmt.Errorf("the cached manifest of %s is damaged", shortRev(rev))}
 	}
-	repo, err := v.client.Repository()
+	repo, err := s.client.Repository()
 	if err != nil {
 		return err
 	}
 	if _, err := cosign.Verify(ctx, repo, manifestDesc(rev, len(raw)), keys); err != nil {
 		var ce *cosign.Error
 		if errors.As(err, &ce) {
-			return &Error{Reason: ReasonForbidden, Err: err}
+			return &reason.Error{Reason: reason.Forbidden, Err: err}
 		}
-		return oci.Classify(fmt.Errorf("check the signature of %s: %w", shortRev(rev), err))
+		return Classify(fmt.Errorf("check the signature of %s: %w", shortRev(rev), err))
 	}
-	v.mu.Lock()
-	v.verified[rev] = checked
-	v.mu.Unlock()
+	s.mu.Lock()
+	s.verified[rev] = checked
+	s.mu.Unlock()
 	return nil
 }

@@ -1,4 +1,4 @@
-package source
+package git
 
 import (
 	"context"
@@ -17,76 +17,42 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"recond.dev/recond/reconcile/source/oci"
+	"recond.dev/recond/reconcile/source/fetch"
 )
 
-// Config says where the manifests live and how to reach them.
-type Config struct {
+// Options say where a Git source's manifests live and how to reach them
+// (the source facade's Config, as far as Git reads it).
+type Options struct {
 	// URL is a local path, a file:// URL, an https:// (or http://) URL, an
-	// ssh:// URL or an scp-like address such as git@host:org/repo.git; or a
-	// registry's repository, oci://HOST/REPOSITORY (oci.go). A
+	// ssh:// URL or an scp-like address such as git@host:org/repo.git. A
 	// local path may point inside a worktree; the repository is found by
 	// walking up to its .git.
 	URL string
 	// Ref is a branch, a tag, a full reference name ("refs/...") or a full
 	// 40-hex commit SHA. "" means the remote HEAD (the default branch), or
-	// the checked-out HEAD of a local repository. For an oci:// URL it is a
-	// tag ("" is latest) or a sha256: digest.
+	// the checked-out HEAD of a local repository.
 	Ref string
-	// Path is the directory inside the repository holding the manifests,
-	// relative to the repository root; "" or "." is the root itself.
+	// Path is the directory inside the repository holding the manifests.
 	Path string
-	// CacheDir is the directory where clones of remote repositories are kept
-	// between fetches. It is required for remote URLs.
+	// CacheDir is where clones of remote repositories are kept between
+	// fetches. It is required for remote URLs.
 	CacheDir string
 
-	// Username, PasswordFile and TokenFile configure HTTPS basic auth. The
-	// files are read at every fetch, so secrets can be rotated, and trailing
-	// whitespace is trimmed. A token is sent as the basic-auth password;
-	// Username defaults to "git" when a secret is set.
+	// Username, PasswordFile and TokenFile configure HTTPS basic auth,
+	// read at every fetch; SSHKeyFile, KnownHostsFile and
+	// InsecureSkipHostKeyCheck SSH (see the source facade's Config).
 	Username, PasswordFile, TokenFile string
-	// SSHKeyFile is the SSH private key (unencrypted); when empty the SSH
-	// agent at $SSH_AUTH_SOCK is used. KnownHostsFile verifies host keys.
-	SSHKeyFile, KnownHostsFile string
-	// InsecureSkipHostKeyCheck accepts any SSH host key. It is only allowed
-	// when no KnownHostsFile is set.
-	InsecureSkipHostKeyCheck bool
+	SSHKeyFile, KnownHostsFile        string
+	InsecureSkipHostKeyCheck          bool
 
-	// Limits bound what rendering may read and produce; zero fields take
-	// the defaults of DefaultLimits.
-	Limits Limits
-	// Helm renders a chart at Path (a Chart.yaml there).
-	Helm Helm
-	// Worker, when set, runs kustomize in a worker process that is killed
-	// at the render's deadline (see Worker); nil runs it in-process.
-	Worker *Worker
-
-	// VerifyCommits refuses to render a revision whose commit (or, when Ref
-	// names a tag, whose annotated tag) is not signed by a key of
-	// TrustedKeysFile (armored OpenPGP public keys and SSH keys as
-	// allowed-signers lines, read at every fetch).
+	// VerifyCommits refuses a revision whose commit (or, when Ref names a
+	// tag, whose annotated tag) is not signed by a key of TrustedKeysFile
+	// (armored OpenPGP public keys and SSH keys as allowed-signers lines,
+	// read at every fetch): checked at every Fetch, cached or not, still
+	// under the clone's lock, so that a revision refused once stays
+	// refused (verify.go).
 	VerifyCommits   bool
 	TrustedKeysFile string
-
-	// OCI says how to reach a registry, for an oci:// URL (oci.go).
-	OCI OCIOptions
-
-	// SOPSAgeKeysFile holds the age identities (AGE-SECRET-KEY-1...) that
-	// decrypt the revision's SOPS-encrypted files, read at every render
-	// (decrypt.go); "" decrypts nothing.
-	SOPSAgeKeysFile string
-}
-
-// Revision is the outcome of a Fetch.
-type Revision struct {
-	// SHA is the full hex SHA of the commit the ref resolved to, or for an
-	// OCI source the manifest's digest ("sha256:" and 64 hex digits).
-	SHA string
-	// Fetched is false when no objects were fetched over the network: the
-	// repository is local, or the commit was already in the cache.
-	Fetched bool
-
-	tip plumbing.Hash // the object the ref named: an annotated tag, or the commit
 }
 
 type kind int
@@ -95,16 +61,15 @@ const (
 	kindLocal kind = iota
 	kindHTTP
 	kindSSH
-	kindOCI
 )
 
-// Source reads manifests from one repository at one ref. Its methods are
-// safe for concurrent use.
+// Source reads one repository at one ref. Its methods are safe for
+// concurrent use.
 type Source struct {
-	cfg     Config
+	cfg     Options
 	kind    kind
-	ref     string // validated Config.Ref
-	dir     string // cleaned Config.Path: "." or a slash-separated relative path
+	ref     string // validated Options.Ref
+	dir     string // cleaned Options.Path: "." or a slash-separated relative path
 	local   string // repository path, for kindLocal
 	remote  string // URL given to go-git: never contains a password
 	display string // remote without its query and fragment (displayURL)
@@ -123,42 +88,25 @@ type Source struct {
 	// so that a commit that is bad in itself costs one fresh clone only.
 	mu               sync.Mutex
 	suspect, rebuilt string
-	// chart is the chart of the last revision rendered as one; seed the
-	// instance's seed, once a chart's render needed it (withSeed).
-	chart chartAt
-	seed  []byte
-	// sensitive is what the last renders decrypted (decrypt.go).
-	sensitive []sensitiveAt
-	// oci is the registry's side of an oci:// source (oci.go).
-	oci *ociSource
 }
 
-// New validates cfg and returns a Source. It does not touch the network or
+// New validates o and returns a Source. It does not touch the network or
 // the disk.
-func New(cfg Config) (*Source, error) {
-	s := &Source{cfg: cfg}
-	if oci.IsURL(cfg.URL) {
-		if err := s.newOCI(cfg); err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-	if cfg.OCI != (OCIOptions{}) {
-		return nil, errors.New("source: the --oci-* and artifact signature settings are for an oci:// URL")
-	}
-	if err := s.parseURL(cfg.URL); err != nil {
+func New(o Options) (*Source, error) {
+	s := &Source{cfg: o}
+	if err := s.parseURL(o.URL); err != nil {
 		return nil, err
 	}
 	var err error
-	if s.ref, err = checkRef(cfg.Ref); err != nil {
+	if s.ref, err = checkRef(o.Ref); err != nil {
 		return nil, err
 	}
-	if s.dir, err = cleanDir(cfg.Path); err != nil {
+	if s.dir, err = fetch.CleanPath(o.Path); err != nil {
 		return nil, err
 	}
 
-	httpAuth := cfg.Username != "" || cfg.PasswordFile != "" || cfg.TokenFile != ""
-	sshAuth := cfg.SSHKeyFile != "" || cfg.KnownHostsFile != "" || cfg.InsecureSkipHostKeyCheck
+	httpAuth := o.Username != "" || o.PasswordFile != "" || o.TokenFile != ""
+	sshAuth := o.SSHKeyFile != "" || o.KnownHostsFile != "" || o.InsecureSkipHostKeyCheck
 	switch s.kind {
 	case kindLocal:
 		if httpAuth || sshAuth {
@@ -169,33 +117,33 @@ func New(cfg Config) (*Source, error) {
 		if sshAuth {
 			return nil, fmt.Errorf("source %s: SSH key and host key settings apply only to ssh URLs", s.display)
 		}
-		if cfg.PasswordFile != "" && cfg.TokenFile != "" {
+		if o.PasswordFile != "" && o.TokenFile != "" {
 			return nil, fmt.Errorf("source %s: set a password file or a token file, not both", s.display)
 		}
 	case kindSSH:
-		if cfg.PasswordFile != "" || cfg.TokenFile != "" {
+		if o.PasswordFile != "" || o.TokenFile != "" {
 			return nil, fmt.Errorf("source %s: password and token files apply only to https URLs; use an SSH key", s.display)
 		}
-		if cfg.KnownHostsFile == "" && !cfg.InsecureSkipHostKeyCheck {
+		if o.KnownHostsFile == "" && !o.InsecureSkipHostKeyCheck {
 			return nil, fmt.Errorf("source %s: ssh needs a known_hosts file to verify the server: set KnownHostsFile "+
 				"(for example from `ssh-keyscan %s`), or set InsecureSkipHostKeyCheck to accept any host key",
 				s.display, hostOnly(s.sshAddr))
 		}
-		if cfg.KnownHostsFile != "" && cfg.InsecureSkipHostKeyCheck {
+		if o.KnownHostsFile != "" && o.InsecureSkipHostKeyCheck {
 			return nil, fmt.Errorf("source %s: set KnownHostsFile or InsecureSkipHostKeyCheck, not both", s.display)
 		}
 		if s.sshUser == "" {
-			s.sshUser = cfg.Username
+			s.sshUser = o.Username
 		}
 		if s.sshUser == "" {
 			s.sshUser = "git"
 		}
 	}
-	if cfg.CacheDir == "" {
+	if o.CacheDir == "" {
 		return nil, fmt.Errorf("source %s: a cache directory is required for a remote repository", s.display)
 	}
 	sum := sha256.Sum256([]byte(s.remote))
-	s.cache = filepath.Join(cfg.CacheDir, hex.EncodeToString(sum[:12]))
+	s.cache = filepath.Join(o.CacheDir, hex.EncodeToString(sum[:12]))
 	return s, nil
 }
 
@@ -209,28 +157,15 @@ func New(cfg Config) (*Source, error) {
 // gives an error matching plumbing.ErrReferenceNotFound; go-git's transport
 // errors (transport.ErrAuthenticationRequired, ...) and network errors
 // (*url.Error, *net.OpError) stay reachable through errors.Is and As.
-func (s *Source) Fetch(ctx context.Context) (Revision, error) {
+func (s *Source) Fetch(ctx context.Context) (fetch.Revision, error) {
 	if err := ctx.Err(); err != nil {
-		return Revision{}, fmt.Errorf("fetch %s: %w", s.display, err)
+		return fetch.Revision{}, fmt.Errorf("fetch %s: %w", s.display, err)
 	}
-	var rev Revision
+	var rev fetch.Revision
 	var err error
-	switch s.kind {
-	case kindLocal:
+	if s.kind == kindLocal {
 		rev, err = s.fetchLocal()
-	case kindOCI:
-		mu := cacheLock(s.cache)
-		mu.Lock()
-		defer mu.Unlock()
-		if rev, err = s.fetchOCI(ctx); err == nil {
-			// Checked once per digest and keys, still under the lock.
-			err = s.verifyArtifact(ctx, rev.SHA)
-		}
-		if err != nil {
-			return Revision{}, fmt.Errorf("fetch %s: %w", s.display, withReason(err))
-		}
-		return rev, nil
-	default:
+	} else {
 		mu := cacheLock(s.cache)
 		mu.Lock()
 		defer mu.Unlock()
@@ -249,29 +184,29 @@ func (s *Source) Fetch(ctx context.Context) (Revision, error) {
 		}
 	}
 	if err != nil {
-		return Revision{}, fmt.Errorf("fetch %s: %w", s.display, withReason(s.scrub(wrapGoGit(err))))
+		return fetch.Revision{}, fmt.Errorf("fetch %s: %w", s.display, WithReason(s.scrub(wrapGoGit(err))))
 	}
 	// Verified on every Fetch, cached or not, still under the cache lock:
 	// a revision refused once stays refused.
 	if s.cfg.VerifyCommits {
 		if err := s.verify(rev); err != nil {
-			return Revision{}, fmt.Errorf("fetch %s: %w", s.display, err)
+			return fetch.Revision{}, fmt.Errorf("fetch %s: %w", s.display, err)
 		}
 	}
 	return rev, nil
 }
 
-func (s *Source) fetchLocal() (Revision, error) {
+func (s *Source) fetchLocal() (fetch.Revision, error) {
 	repo, err := s.open()
 	if err != nil {
-		return Revision{}, err
+		return fetch.Revision{}, err
 	}
 	var h plumbing.Hash
 	switch {
 	case s.ref == "":
 		head, err := repo.Head()
 		if err != nil {
-			return Revision{}, fmt.Errorf("HEAD: %w", err)
+			return fetch.Revision{}, fmt.Errorf("HEAD: %w", err)
 		}
 		h = head.Hash()
 	case isSHA(s.ref):
@@ -288,30 +223,30 @@ func (s *Source) fetchLocal() (Revision, error) {
 				continue
 			}
 			if err != nil {
-				return Revision{}, fmt.Errorf("ref %q: %w", s.ref, err)
+				return fetch.Revision{}, fmt.Errorf("ref %q: %w", s.ref, err)
 			}
 			h, found = ref.Hash(), true
 			break
 		}
 		if !found {
-			return Revision{}, refNotFound(s.ref)
+			return fetch.Revision{}, refNotFound(s.ref)
 		}
 	}
 	c, err := peel(repo, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return Revision{}, fmt.Errorf("%w: %w", refNotFound(s.ref), err)
+		return fetch.Revision{}, fmt.Errorf("%w: %w", refNotFound(s.ref), err)
 	}
 	if err != nil {
-		return Revision{}, err
+		return fetch.Revision{}, err
 	}
-	return Revision{SHA: c.String(), tip: h}, nil
+	return fetch.Revision{SHA: c.String(), Tip: h.String()}, nil
 }
 
 // fetchChecked is fetchRemote, then, after a fetch, a read of the revision's commit and root
 // tree through a clone opened afresh, as Render will read it: a damaged pack
 // or index that the fetching Repository did not need (it held the objects in
 // memory) is found here, where the clone can still be rebuilt.
-func (s *Source) fetchChecked(ctx context.Context) (Revision, error) {
+func (s *Source) fetchChecked(ctx context.Context) (fetch.Revision, error) {
 	rev, err := s.fetchRemote(ctx)
 	if err != nil || !rev.Fetched {
 		// Not fetched: the revision was read from the clone just now.
@@ -319,26 +254,26 @@ func (s *Source) fetchChecked(ctx context.Context) (Revision, error) {
 	}
 	repo, err := git.PlainOpen(s.cache)
 	if err != nil {
-		return Revision{}, &cacheError{fmt.Errorf("reopen: %w", err)}
+		return fetch.Revision{}, &cacheError{fmt.Errorf("reopen: %w", err)}
 	}
 	c, err := repo.CommitObject(plumbing.NewHash(rev.SHA))
 	if err == nil {
 		_, err = c.Tree()
 	}
 	if err != nil {
-		return Revision{}, &cacheError{fmt.Errorf("read commit %s: %w", rev.SHA, err)}
+		return fetch.Revision{}, &cacheError{fmt.Errorf("read commit %s: %w", rev.SHA, err)}
 	}
 	return rev, nil
 }
 
-func (s *Source) fetchRemote(ctx context.Context) (Revision, error) {
+func (s *Source) fetchRemote(ctx context.Context) (fetch.Revision, error) {
 	repo, err := s.openCache()
 	if err != nil {
-		return Revision{}, err
+		return fetch.Revision{}, err
 	}
 	auth, err := s.auth()
 	if err != nil {
-		return Revision{}, err
+		return fetch.Revision{}, err
 	}
 	remote := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{s.remote}})
 	if isSHA(s.ref) {
@@ -348,14 +283,14 @@ func (s *Source) fetchRemote(ctx context.Context) (Revision, error) {
 	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
 	if err != nil {
 		// Listing writes nothing locally: whatever it says is the remote's.
-		return Revision{}, &remoteError{fmt.Errorf("list remote refs: %w", err)}
+		return fetch.Revision{}, &remoteError{fmt.Errorf("list remote refs: %w", err)}
 	}
 	name, h, err := resolveAdvertised(refs, s.ref)
 	if err != nil {
-		return Revision{}, err
+		return fetch.Revision{}, err
 	}
 	if c, err := peel(repo, h); err == nil {
-		return Revision{SHA: c.String(), tip: h}, nil // already cached: no fetch
+		return fetch.Revision{SHA: c.String(), Tip: h.String()}, nil // already cached: no fetch
 	}
 
 	local := name
@@ -370,32 +305,32 @@ func (s *Source) fetchRemote(ctx context.Context) (Revision, error) {
 		Force:    true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return Revision{}, err
+		return fetch.Revision{}, err
 	}
 	// Resolve what was fetched rather than h: the ref may have moved since
 	// it was listed.
 	ref, err := repo.Reference(local, false)
 	if err != nil {
-		return Revision{}, &cacheError{fmt.Errorf("%s after fetch: %w", name, err)}
+		return fetch.Revision{}, &cacheError{fmt.Errorf("%s after fetch: %w", name, err)}
 	}
 	c, err := peel(repo, ref.Hash())
 	if err != nil {
-		return Revision{}, fmt.Errorf("%s: %w", name, err)
+		return fetch.Revision{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return Revision{SHA: c.String(), Fetched: true, tip: ref.Hash()}, nil
+	return fetch.Revision{SHA: c.String(), Fetched: true, Tip: ref.Hash().String()}, nil
 }
 
 // fetchCommit handles a ref that is a commit SHA. Servers only hand out
 // commits reachable from a ref, so it fetches all branches and tags in full.
-func (s *Source) fetchCommit(ctx context.Context, repo *git.Repository, remote *git.Remote, auth transport.AuthMethod) (Revision, error) {
+func (s *Source) fetchCommit(ctx context.Context, repo *git.Repository, remote *git.Remote, auth transport.AuthMethod) (fetch.Revision, error) {
 	h := plumbing.NewHash(s.ref)
 	if _, err := repo.CommitObject(h); err == nil {
-		return Revision{SHA: s.ref}, nil
+		return fetch.Revision{SHA: s.ref}, nil
 	}
 	// Fetching without depth into a shallow clone does not bring back
 	// history below the shallow boundary, so start over with a full clone.
 	if shallow, err := repo.Storer.Shallow(); err != nil || len(shallow) > 0 {
-		return Revision{}, &cacheError{errors.New("shallow clone cannot provide older commits")}
+		return fetch.Revision{}, &cacheError{errors.New("shallow clone cannot provide older commits")}
 	}
 	err := remote.FetchContext(ctx, &git.FetchOptions{
 		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
@@ -404,15 +339,15 @@ func (s *Source) fetchCommit(ctx context.Context, repo *git.Repository, remote *
 		Force:    true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return Revision{}, err
+		return fetch.Revision{}, err
 	}
 	if _, err := repo.CommitObject(h); err != nil {
 		if !errors.Is(err, plumbing.ErrObjectNotFound) {
-			return Revision{}, err
+			return fetch.Revision{}, err
 		}
-		return Revision{}, fmt.Errorf("commit %s is not on any branch or tag: %w", s.ref, plumbing.ErrReferenceNotFound)
+		return fetch.Revision{}, fmt.Errorf("commit %s is not on any branch or tag: %w", s.ref, plumbing.ErrReferenceNotFound)
 	}
-	return Revision{SHA: s.ref, Fetched: true}, nil
+	return fetch.Revision{SHA: s.ref, Fetched: true}, nil
 }
 
 // Moved reports whether the followed ref names another object now than it
@@ -421,37 +356,33 @@ func (s *Source) fetchCommit(ctx context.Context, repo *git.Repository, remote *
 // repository's. A ref that is a commit SHA never moves. The read phase asks
 // while a render runs, so that a render of a revision already replaced is
 // stopped rather than finished.
-func (s *Source) Moved(ctx context.Context, rev Revision) (bool, error) {
-	if s.kind == kindOCI {
-		// A tag may look like a commit SHA; a digest never moves.
-		return s.movedOCI(ctx, rev)
-	}
+func (s *Source) Moved(ctx context.Context, rev fetch.Revision) (bool, error) {
 	if isSHA(s.ref) || rev.SHA == "" {
 		return false, nil
 	}
-	tip := rev.tip
+	tip := plumbing.NewHash(rev.Tip)
 	if tip.IsZero() {
 		tip = plumbing.NewHash(rev.SHA)
 	}
 	if s.kind == kindLocal {
 		now, err := s.fetchLocal()
 		if err != nil {
-			return false, withReason(err)
+			return false, WithReason(err)
 		}
-		return now.tip != tip, nil
+		return plumbing.NewHash(now.Tip) != tip, nil
 	}
 	auth, err := s.auth()
 	if err != nil {
-		return false, withReason(err)
+		return false, WithReason(err)
 	}
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.remote}})
 	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
 	if err != nil {
-		return false, fmt.Errorf("list remote refs: %w", withReason(s.scrub(wrapGoGit(err))))
+		return false, fmt.Errorf("list remote refs: %w", WithReason(s.scrub(wrapGoGit(err))))
 	}
 	_, h, err := resolveAdvertised(refs, s.ref)
 	if err != nil {
-		return false, withReason(err)
+		return false, WithReason(err)
 	}
 	return h != tip, nil
 }
