@@ -2,14 +2,11 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/record"
 )
 
 // LogObserver writes one line per phase failure, one per change found and
@@ -40,7 +37,7 @@ func (o LogObserver) PhaseEnd(ctx context.Context, pr PhaseResult, r *Result) {
 func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	rev := shortSHA(r.Revision)
 	for _, c := range r.Changes {
-		text, more := differenceText(c)
+		text, more := record.DifferenceText(c)
 		attrs := []any{"revision", rev, "object", c.Kind + "/" + c.Name, "action", string(c.Action), "diff", text}
 		if more > 0 {
 			attrs = append(attrs, "more_fields", more)
@@ -148,82 +145,4 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 		return
 	}
 	o.Log.InfoContext(ctx, "tick", attrs...)
-}
-
-// UnhealthyList names unhealthy objects with their health and why:
-// "Deployment/web (failed: Progress deadline exceeded)".
-func UnhealthyList(objs []ObjectHealth) []string {
-	out := make([]string, 0, len(objs))
-	for _, o := range objs {
-		s := o.Ref.String() + " (" + string(o.Status)
-		if o.Message != "" {
-			s += ": " + o.Message
-		}
-		out = append(out, s+")")
-	}
-	return out
-}
-
-// The caps of one difference line: a change of 10,000 labels is one line
-// of at most MaxDifferenceFields fields and about MaxDifferenceBytes of
-// text, each value and path cut at MaxDifferenceValue bytes (as the status
-// page cuts values); more_fields counts the fields left out. recond diff
-// shows every field; the status page up to 1,000 a tick.
-const (
-	MaxDifferenceFields = 20
-	MaxDifferenceBytes  = 4096
-	MaxDifferenceValue  = 200
-)
-
-// differenceText is a change as Change.String writes it, on one line
-// ("; " between fields), within the caps above, and how many fields it
-// left out.
-func differenceText(c diff.Change) (string, int) {
-	id := c.Kind + "/" + c.Name
-	if c.Action != diff.Update || len(c.Fields) == 0 {
-		return id + ": " + string(c.Action), 0
-	}
-	var b strings.Builder
-	if c.Uncertain {
-		b.WriteString(id + ": update (uncertain)")
-	}
-	for i, f := range c.Fields {
-		if i == MaxDifferenceFields || b.Len() >= MaxDifferenceBytes {
-			return b.String(), len(c.Fields) - i
-		}
-		if b.Len() > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(id + " " + cutText(f.Path, MaxDifferenceValue) + ": " +
-			cutText(diffValue(f.Live), MaxDifferenceValue) + " -> " + cutText(diffValue(f.Desired), MaxDifferenceValue))
-	}
-	return b.String(), 0
-}
-
-// diffValue writes a field's value as Change.String does: JSON, "<none>"
-// when absent, < and > kept (a Secret's mask reads <secret sha256:...>).
-func diffValue(v any) string {
-	if v == nil {
-		return "<none>"
-	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// cutText cuts s to at most n bytes on a rune boundary, ending with "…"
-// when it cut.
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }

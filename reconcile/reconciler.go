@@ -43,24 +43,6 @@ type LiveCost interface {
 	Cost() ObserveCost
 }
 
-// ObserveCost is what observing cost a tick (or, from LiveCost, what it has
-// cost since the start).
-type ObserveCost struct {
-	// Calls is API requests made by the cache on behalf of the tick (store
-	// misses); its watches are not counted.
-	Calls int64
-	// SyncWait is the time waited for caches to sync (first use of a kind).
-	SyncWait time.Duration
-	// CacheAge is the age of the stalest cache: the time since it last saw
-	// an event or a bookmark.
-	CacheAge time.Duration
-	// Restarts is caches restarted because they had seen nothing for the
-	// stale limit (--watch-stale-after): a stalled watch, or a quiet kind;
-	// or because a check found their store behind (--watch-check-every).
-	// A tick's counts those since the last tick.
-	Restarts int64
-}
-
 // Config is what a Reconciler holds its namespace to.
 type Config struct {
 	Namespace  string // the one namespace recond manages
