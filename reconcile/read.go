@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,10 +12,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/internal/redact"
-	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/decorate"
+	"recond.dev/recond/reconcile/hook"
 	"recond.dev/recond/reconcile/optout"
 	"recond.dev/recond/reconcile/source"
 )
@@ -176,7 +175,7 @@ func (t *tick) decorateAll(manifests []source.Manifest) error {
 	// one (a user name "shop") may well be part of a name by chance.
 	var long []string
 	for _, v := range values {
-		if len(v) >= minNameSecret {
+		if len(v) >= decorate.MinNameSecret {
 			long = append(long, v)
 		}
 	}
@@ -186,33 +185,12 @@ func (t *tick) decorateAll(manifests []source.Manifest) error {
 	}
 	st.sensitive = redact.New(values, prev)
 	t.concealErrors(st.sensitive)
-	markMasked(st.sensitive, st.Desired, st.Hooks)
+	decorate.Masked(st.sensitive, withHooks(st.Desired, st.Hooks))
 	// Only a render that passed every check is kept; the phases after read
 	// never modify a desired object, so the next tick at this revision can
 	// hand out the same ones.
-	r.mem.keepRender(renderCache{sha: st.Revision, desired: st.Desired, firsts: firstOfEachKind(st.Desired), hooks: st.Hooks, chart: st.Chart, once: st.Generated,
+	r.mem.keepRender(renderCache{sha: st.Revision, desired: st.Desired, firsts: decorate.FirstOfEachKind(st.Desired), hooks: st.Hooks, chart: st.Chart, once: st.Generated,
 		ignored: st.Ignored, values: values, prev: prev, sensitive: st.sensitive})
-	return nil
-}
-
-// minNameSecret is the length from which a decrypted value may not be part
-// of an object's name.
-const minNameSecret = 8
-
-// identityError is an object whose kind, name or namespace holds a value
-// recond decrypted: names are shown everywhere (logs, the page, Events,
-// the inventory), so such an object is refused, and the error does not
-// quote it.
-func identityError(file string, u *unstructured.Unstructured, values []string) error {
-	if len(values) == 0 {
-		return nil
-	}
-	for _, v := range []string{u.GetKind(), u.GetAPIVersion(), u.GetName(), u.GetNamespace(), u.GetGenerateName()} {
-		if slices.ContainsFunc(values, func(s string) bool { return strings.Contains(v, s) }) {
-			return Invalidf("%s: an object's kind, name or namespace holds a value recond decrypted (SOPS): "+
-				"refused, as names are shown everywhere; keep decrypted values in a Secret's data", file)
-		}
-	}
 	return nil
 }
 
@@ -221,18 +199,18 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 	sourceAnn := r.src.DisplayURL() + "#" + r.cfg.Path
 	seen := map[string]string{} // group/kind/name -> file
 	desired := make([]*unstructured.Unstructured, 0, len(manifests))
-	var hooks []*hook
+	var hooks []*hook.Hook
 	var once map[string][][]string
 	ignored := map[string][]string{}
 	for _, m := range manifests {
 		obj := m.Object
-		if err := identityError(m.File, obj, sensitive); err != nil {
+		if err := decorate.Identity(m.File, obj, sensitive); err != nil {
 			return err
 		}
 		gvk := obj.GroupVersionKind()
 		id := fmt.Sprintf("%s/%s", gvk.Kind, obj.GetName())
 		if p := r.reservedName(obj.GetName()); p != "" {
-			return Invalidf("%s: %s: the name is recond's own: %s; rename the object", m.File, id, reservedFor(p, obj.GetName()))
+			return Invalidf("%s: %s: the name is recond's own: %s; rename the object", m.File, id, decorate.ReservedFor(p, obj.GetName()))
 		}
 		mapping, err := r.kube.Mapping(gvk)
 		if err != nil {
@@ -254,11 +232,11 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 		}
 		seen[key] = m.File
 		if m.Hook {
-			decorateHook(obj, r.cfg.Name, st.Revision, sourceAnn)
-			hooks = append(hooks, newHook(obj))
+			decorate.Hook(obj, r.cfg.Name, st.Revision, sourceAnn)
+			hooks = append(hooks, hook.New(obj))
 			continue
 		}
-		decorate(obj, r.cfg.Name, st.Revision, sourceAnn)
+		decorate.Object(obj, r.cfg.Name, st.Revision, sourceAnn)
 		ptrs, err := optout.Check(obj)
 		if err != nil {
 			return Invalidf("%s: %s: %v", m.File, id, err)
@@ -274,55 +252,12 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 			once[objectKey(obj)] = m.Generated
 		}
 	}
-	if err := r.checkHookBudget(hooks); err != nil {
+	if err := r.cfg.checkHookBudget(hooks); err != nil {
 		return err
 	}
 	st.Desired, st.Hooks, st.Generated, st.Ignored = desired, hooks, once, ignored
 	st.Counts.Desired, st.Counts.GeneratedOnce = len(desired), len(once)
 	return nil
-}
-
-// reservedFor says what recond keeps a name for: the reserved prefix p it
-// starts with and which instance's object it is, or the reserved name p
-// it is.
-func reservedFor(p, name string) string {
-	instance := strings.TrimPrefix(name, p)
-	switch p {
-	case InventoryPrefix:
-		return fmt.Sprintf("names starting with %q are the instances' inventories (ConfigMaps); %s is instance %q's", p, name, instance)
-	case LeasePrefix:
-		return fmt.Sprintf("names starting with %q are the instances' Leases; %s is instance %q's", p, name, instance)
-	case SeedPrefix:
-		return fmt.Sprintf("names starting with %q are the instances' seeds (Secrets), from which a chart's random functions "+
-			"(randAlphaNum, genPrivateKey, ...) draw; %s is instance %q's seed", p, name, instance)
-	case name:
-		return fmt.Sprintf("%s is the Secret that holds the SOPS age keys", name)
-	}
-	return fmt.Sprintf("names starting with %q are recond's own objects", p)
-}
-
-// markMasked writes on every object that holds a decrypted value the
-// fields that hold one (diff.MaskedFieldsAnnotation): a later process
-// that no longer knows the value still masks those fields of the live
-// object.
-func markMasked(s *redact.Set, desired []*unstructured.Unstructured, hooks []*hook) {
-	if s == nil {
-		return
-	}
-	objs := slices.Clone(desired)
-	for _, h := range hooks {
-		objs = append(objs, h.obj)
-	}
-	for _, obj := range objs {
-		if f := diff.Fields(s, obj.Object); f != nil {
-			ann := obj.GetAnnotations()
-			if ann == nil {
-				ann = map[string]string{}
-			}
-			ann[AnnotationMaskedFields] = diff.MaskedFields(f)
-			obj.SetAnnotations(ann)
-		}
-	}
 }
 
 // sensitiveSource is a Source that decrypts (source.Source): it tells the
@@ -418,20 +353,6 @@ func (t *tick) failedBefore(sha string) error {
 	return f.err
 }
 
-// firstOfEachKind returns the first object of each kind (group, version
-// and kind) in desired, in order.
-func firstOfEachKind(desired []*unstructured.Unstructured) []*unstructured.Unstructured {
-	seen := map[schema.GroupVersionKind]bool{}
-	var out []*unstructured.Unstructured
-	for _, d := range desired {
-		if gvk := d.GroupVersionKind(); !seen[gvk] {
-			seen[gvk] = true
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // checkScopes checks that every kind of a reused render is still
 // namespace-scoped (a CRD can be replaced by a cluster-scoped one): firsts
 // holds the first object of each kind, so that it costs a lookup per kind.
@@ -450,36 +371,11 @@ func (t *tick) checkScopes(firsts []*unstructured.Unstructured) error {
 	return nil
 }
 
-// decorateHook labels a hook object as this instance's hook (not owned:
-// never diffed or pruned) and adds the provenance annotations.
-func decorateHook(obj *unstructured.Unstructured, instance, revision, source string) {
-	decorate(obj, instance, revision, source)
-	l := obj.GetLabels()
-	delete(l, LabelManagedBy)
-	delete(l, LabelInstance)
-	l[LabelHook] = instance
-	obj.SetLabels(l)
-}
-
-// decorate adds the ownership labels and the provenance annotations.
-func decorate(obj *unstructured.Unstructured, instance, revision, source string) {
-	l := obj.GetLabels()
-	if l == nil {
-		l = map[string]string{}
+// withHooks is desired and the hooks' objects.
+func withHooks(desired []*unstructured.Unstructured, hooks []*hook.Hook) []*unstructured.Unstructured {
+	objs := slices.Clone(desired)
+	for _, h := range hooks {
+		objs = append(objs, h.Object)
 	}
-	l[LabelManagedBy] = ManagedByValue
-	l[LabelInstance] = instance
-	obj.SetLabels(l)
-	a := obj.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[AnnotationRevision] = revision
-	a[AnnotationSource] = source
-	obj.SetAnnotations(a)
-	// Fields the server owns must never be applied.
-	for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink"} {
-		unstructured.RemoveNestedField(obj.Object, "metadata", f)
-	}
-	unstructured.RemoveNestedField(obj.Object, "status")
+	return objs
 }
