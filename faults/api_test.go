@@ -272,10 +272,7 @@ func TestFaultAPIServerSlow(t *testing.T) {
 	t.Logf("slow for %s", off.Sub(on).Round(time.Millisecond))
 	// Bound 2: a tick in flight at the removal (slowed) may end after it.
 	r.Recovery("api server slowed (300 ms per request)", off, r.LastTick().ID, 2, guard, Converged)
-	apiCheckKept(t, cp.Client, ns, before, n, "v2")
-	apiNoFailure(t, r, start.ID)
-	apiNoPrunes(t, r)
-	apiAlive(t, r)
+	apiUnharmed(t, r, ns, before, n, "v2", start.ID)
 }
 
 // apiSlowTickTimeout is TestFaultAPIServerSlow's --tick-timeout: more than
@@ -353,6 +350,17 @@ func apiHealedBy(t testing.TB, r *Recond, after uint64, timeout time.Duration) T
 	return r.WaitTick(timeout, after, func(tk Tick) bool { return Succeeded(tk) && tk.Num("healed") > 0 })
 }
 
+// apiUnharmed fails the test unless the fault left everything as it was:
+// every object of before live at value (apiCheckKept, through
+// cp.Client), no tick above after failed, none pruned, and recond alive.
+func apiUnharmed(t testing.TB, r *Recond, ns string, before map[string]apiObject, want int, value string, after uint64) {
+	t.Helper()
+	apiCheckKept(t, cp.Client, ns, before, want, value)
+	apiNoFailure(t, r, after)
+	apiNoPrunes(t, r)
+	apiAlive(t, r)
+}
+
 // apiNoFailure fails the test if a tick above after failed.
 func apiNoFailure(t testing.TB, r *Recond, after uint64) {
 	t.Helper()
@@ -382,10 +390,7 @@ func TestFaultAPIWatchCut(t *testing.T) {
 	if rewatch.Hits() < 1 {
 		t.Errorf("no watch request after the cut")
 	}
-	apiCheckKept(t, cp.Client, ns, before, n, "v1")
-	apiNoFailure(t, r, start.ID)
-	apiNoPrunes(t, r)
-	apiAlive(t, r)
+	apiUnharmed(t, r, ns, before, n, "v1", start.ID)
 }
 
 // TestFaultAPIWatchStall keeps the watch streams open but forwards no event
@@ -431,10 +436,7 @@ func TestFaultAPIWatchStall(t *testing.T) {
 		t.Error("no warning that the watch had stalled")
 	}
 	stall.Remove()
-	apiCheckKept(t, cp.Client, ns, before, n, "v1")
-	apiNoFailure(t, r, start.ID)
-	apiNoPrunes(t, r)
-	apiAlive(t, r)
+	apiUnharmed(t, r, ns, before, n, "v1", start.ID)
 }
 
 // TestFaultAPIWatchExpired ends the open watches with an ERROR event 410
@@ -466,10 +468,7 @@ func TestFaultAPIWatchExpired(t *testing.T) {
 	r.Recovery("watch answered 410 Expired", at, start.ID, 2, 30*time.Second, func(tk Tick) bool {
 		return Succeeded(tk) && tk.Num("healed") > 0 && tk.Trigger == "watch"
 	})
-	apiCheckKept(t, cp.Client, ns, before, n, "v1")
-	apiNoFailure(t, r, start.ID)
-	apiNoPrunes(t, r)
-	apiAlive(t, r)
+	apiUnharmed(t, r, ns, before, n, "v1", start.ID)
 }
 
 // apiShippedRBAC creates deploy/base's ServiceAccount, Role and RoleBinding

@@ -9,7 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/reconcile"
 )
@@ -26,10 +25,7 @@ import (
 // year and never renewed: the standby waited for ever (Ready, no tick) and
 // sync said the dead holder ticked on its own.
 func TestFaultProcessClaimantKilled(t *testing.T) {
-	repo := testenv.NewRepo(t)
-	repo.Commit("one", configMapFiles(0, 10, "one"))
-	ns := cp.Namespace(t)
-	by := bystander(t, ns)
+	repo, _, ns, by := processRow(t, "one", 10)
 	kubeconfig := Kubeconfig(t)
 	const claimFor = 12 * time.Second
 	claimFlags := append(append([]string(nil), leaseFlags...), "--leader-elect-mode", "claim", "--leader-elect-claim-duration", claimFor.String())

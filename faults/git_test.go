@@ -122,30 +122,97 @@ func gitFaultOn(t *testing.T, r *Recond, after uint64, before float64, phase, re
 	return tk
 }
 
+// gitFault is what a fault row expects of a fault: from the converged tick
+// on, ticks fail in phase with reason, write nothing and leave the
+// ConfigMaps of ns as they were.
+type gitFault struct {
+	r             *Recond
+	ok            Tick // the converged tick
+	ns            string
+	before        map[string]gitLiveCM // the ConfigMaps at ok
+	phase, reason string
+	failures      float64 // the failures counted at ok
+}
+
+// expectFault notes, before a fault, what the fault must leave as it is.
+func expectFault(t *testing.T, r *Recond, ok Tick, ns, phase, reason string) *gitFault {
+	t.Helper()
+	return &gitFault{r: r, ok: ok, ns: ns, before: gitLive(t, ns), phase: phase, reason: reason, failures: gitFailures(r, phase, reason)}
+}
+
+// holds waits for the fault to fail two ticks (gitFaultOn), checks that no
+// tick wrote and that the ConfigMaps are as they were, and returns the last
+// failed tick.
+func (f *gitFault) holds(t *testing.T, timeout time.Duration) Tick {
+	t.Helper()
+	last := gitFaultOn(t, f.r, f.ok.ID, f.failures, f.phase, f.reason, timeout)
+	gitCheckNoWrites(t, f.r, f.ok.ID)
+	gitCheckUntouched(t, f.ns, f.before)
+	return last
+}
+
+// checkHungTicks checks the failed ticks above after, which hung on their
+// source: each ended at its deadline (tickTimeout), not before (a timer
+// never fires early, so this holds on any machine), and because what hung
+// (a fetch, a request) gave up there: one that ignored its deadline would
+// have been abandoned, counted in recond_loop_stalls_total (the
+// wedged-phase row).
+func checkHungTicks(t *testing.T, r *Recond, after uint64, tickTimeout time.Duration, what string) {
+	t.Helper()
+	for _, tk := range r.Ticks() {
+		if tk.ID <= after || !tk.Failed() {
+			continue
+		}
+		d, err := time.ParseDuration(tk.Str("duration"))
+		if err != nil || d < tickTimeout-100*time.Millisecond {
+			t.Errorf("%s took %s, want at least --tick-timeout %s", tk, tk.Str("duration"), tickTimeout)
+		}
+		t.Logf("hung tick %d took %s: %s", tk.ID, tk.Str("duration"), tk.Error)
+	}
+	if v := r.Metric("recond_loop_stalls_total", nil); v > 0 {
+		t.Errorf("recond_loop_stalls_total = %v: a hung %s was abandoned instead of ending at the tick's deadline", v, what)
+	}
+}
+
+// gitRow is the start of most Git rows: a repository at gitFiles(3, "v1")
+// served over smart HTTP and recond converged on it.
+type gitRow struct {
+	repo *testenv.Repo
+	srv  *testenv.GitServer
+	ns   string
+	r    *Recond
+	ok   Tick // the converged tick
+}
+
+// startGitRow serves a repository at gitFiles(3, "v1") through wrap (when
+// not nil) and starts recond on it (startGit, with extra).
+func startGitRow(t *testing.T, wrap func(http.Handler) http.Handler, extra ...string) gitRow {
+	t.Helper()
+	cp.Require(t)
+	g := gitRow{repo: testenv.NewRepo(t)}
+	g.repo.Commit("v1", gitFiles(3, "v1"))
+	g.srv = g.repo.StartHTTPServer(t, wrap)
+	g.ns = cp.Namespace(t)
+	g.r, g.ok = startGit(t, g.srv.URL(), g.ns, extra...)
+	return g
+}
+
 // TestFaultGitServerDown: the Git server goes away (connection refused)
 // and comes back on the same address, with a commit pushed meanwhile.
 func TestFaultGitServerDown(t *testing.T) {
-	cp.Require(t)
-	repo := testenv.NewRepo(t)
-	repo.Commit("v1", gitFiles(3, "v1"))
-	srv := repo.StartHTTPServer(t, nil)
-	ns := cp.Namespace(t)
-	r, ok := startGit(t, srv.URL(), ns)
-	before := gitLive(t, ns)
-	f0 := gitFailures(r, "read", "unavailable")
+	g := startGitRow(t, nil)
+	f := expectFault(t, g.r, g.ok, g.ns, "read", "unavailable")
 
-	srv.Stop()
-	sha := repo.Commit("v2", gitFiles(3, "v2"))
-	last := gitFaultOn(t, r, ok.ID, f0, "read", "unavailable", 20*time.Second)
+	g.srv.Stop()
+	sha := g.repo.Commit("v2", gitFiles(3, "v2"))
+	last := f.holds(t, 20*time.Second)
 	if !strings.Contains(last.Error, "connection refused") {
 		t.Errorf("error %q does not say connection refused", last.Error)
 	}
-	gitCheckNoWrites(t, r, ok.ID)
-	gitCheckUntouched(t, ns, before)
 
-	srv.Start()
-	r.Recovery("git server down", time.Now(), last.ID, 2, 20*time.Second, gitAt(sha))
-	if got := gitLive(t, ns)["cm-00"].Value; got != "v2" {
+	g.srv.Start()
+	g.r.Recovery("git server down", time.Now(), last.ID, 2, 20*time.Second, gitAt(sha))
+	if got := gitLive(t, g.ns)["cm-00"].Value; got != "v2" {
 		t.Errorf("cm-00 = %q after recovery, want v2", got)
 	}
 }
@@ -154,11 +221,9 @@ func TestFaultGitServerDown(t *testing.T) {
 // never answers; each tick ends at --tick-timeout with reason timeout and
 // the next one starts on time.
 func TestFaultGitServerHangs(t *testing.T) {
-	cp.Require(t)
-	repo := testenv.NewRepo(t)
-	repo.Commit("v1", gitFiles(3, "v1"))
 	var hang atomic.Bool
-	srv := repo.StartHTTPServer(t, func(h http.Handler) http.Handler {
+	const tickTimeout = 2 * time.Second
+	g := startGitRow(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if hang.Load() {
 				<-req.Context().Done() // until the client gives up
@@ -166,35 +231,14 @@ func TestFaultGitServerHangs(t *testing.T) {
 			}
 			h.ServeHTTP(w, req)
 		})
-	})
-	ns := cp.Namespace(t)
-	const tickTimeout = 2 * time.Second
-	r, ok := startGit(t, srv.URL(), ns, "--interval", "2s", "--tick-timeout", tickTimeout.String())
-	before := gitLive(t, ns)
-	f0 := gitFailures(r, "read", "timeout")
+	}, "--interval", "2s", "--tick-timeout", tickTimeout.String())
+	r, ok := g.r, g.ok
+	f := expectFault(t, r, ok, g.ns, "read", "timeout")
 
 	hang.Store(true)
-	sha := repo.Commit("v2", gitFiles(3, "v2"))
-	last := gitFaultOn(t, r, ok.ID, f0, "read", "timeout", 30*time.Second)
-	// Each hung tick ended at its deadline, not before (a timer never fires
-	// early, so this holds on any machine), and because the fetch gave up
-	// there: a fetch that ignored its deadline would have been abandoned,
-	// counted in recond_loop_stalls_total (the wedged-phase row).
-	for _, tk := range r.Ticks() {
-		if tk.ID <= ok.ID || !tk.Failed() {
-			continue
-		}
-		d, err := time.ParseDuration(tk.Str("duration"))
-		if err != nil || d < tickTimeout-100*time.Millisecond {
-			t.Errorf("%s took %s, want at least --tick-timeout %s", tk, tk.Str("duration"), tickTimeout)
-		}
-		t.Logf("hung tick %d took %s", tk.ID, tk.Str("duration"))
-	}
-	if v := r.Metric("recond_loop_stalls_total", nil); v > 0 {
-		t.Errorf("recond_loop_stalls_total = %v: a hung fetch was abandoned instead of ending at the tick's deadline", v)
-	}
-	gitCheckNoWrites(t, r, ok.ID)
-	gitCheckUntouched(t, ns, before)
+	sha := g.repo.Commit("v2", gitFiles(3, "v2"))
+	last := f.holds(t, 30*time.Second)
+	checkHungTicks(t, r, ok.ID, tickTimeout, "fetch")
 
 	hang.Store(false)
 	r.Recovery("git server hangs", time.Now(), last.ID, 2, 30*time.Second, gitAt(sha))
@@ -206,12 +250,10 @@ func TestFaultGitServerHangs(t *testing.T) {
 func TestFaultGitAuth(t *testing.T) {
 	for _, code := range []int{http.StatusUnauthorized, http.StatusForbidden} {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
-			cp.Require(t)
-			repo := testenv.NewRepo(t)
-			repo.Commit("v1", gitFiles(3, "v1"))
 			var want atomic.Value
 			want.Store("token-one")
-			srv := repo.StartHTTPServer(t, func(h http.Handler) http.Handler {
+			tokenFile := WriteFile(t, "token", "token-one\n")
+			g := startGitRow(t, func(h http.Handler) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 					if _, p, ok := req.BasicAuth(); !ok || p != want.Load().(string) {
 						w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
@@ -220,18 +262,13 @@ func TestFaultGitAuth(t *testing.T) {
 					}
 					h.ServeHTTP(w, req)
 				})
-			})
-			tokenFile := WriteFile(t, "token", "token-one\n")
-			ns := cp.Namespace(t)
-			r, ok := startGit(t, srv.URL(), ns, "--git-token-file", tokenFile)
-			before := gitLive(t, ns)
-			f0 := gitFailures(r, "read", "auth")
+			}, "--git-token-file", tokenFile)
+			r := g.r
+			f := expectFault(t, r, g.ok, g.ns, "read", "auth")
 
 			want.Store("token-two-secret")
-			sha := repo.Commit("v2", gitFiles(3, "v2"))
-			last := gitFaultOn(t, r, ok.ID, f0, "read", "auth", 20*time.Second)
-			gitCheckNoWrites(t, r, ok.ID)
-			gitCheckUntouched(t, ns, before)
+			sha := g.repo.Commit("v2", gitFiles(3, "v2"))
+			last := f.holds(t, 20*time.Second)
 
 			if err := os.WriteFile(tokenFile, []byte("token-two-secret\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -255,16 +292,13 @@ func TestFaultGitRefDeleted(t *testing.T) {
 	srv := repo.StartHTTPServer(t, nil)
 	ns := cp.Namespace(t)
 	r, ok := startGit(t, srv.URL(), ns, "--ref", "release")
-	before := gitLive(t, ns)
-	f0 := gitFailures(r, "read", "not_found")
+	f := expectFault(t, r, ok, ns, "read", "not_found")
 
 	repo.DeleteBranch("release")
-	last := gitFaultOn(t, r, ok.ID, f0, "read", "not_found", 20*time.Second)
+	last := f.holds(t, 20*time.Second)
 	if !strings.Contains(last.Error, `"release"`) {
 		t.Errorf("error %q does not name the ref", last.Error)
 	}
-	gitCheckNoWrites(t, r, ok.ID)
-	gitCheckUntouched(t, ns, before)
 
 	sha := repo.Commit("v2", gitFiles(3, "v2"))
 	repo.SetBranch("release", sha)
@@ -328,23 +362,15 @@ func TestFaultGitEmptyRevision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cp.Require(t)
-			repo := testenv.NewRepo(t)
-			repo.Commit("v1", gitFiles(3, "v1"))
-			srv := repo.StartHTTPServer(t, nil)
-			ns := cp.Namespace(t)
-			r, ok := startGit(t, srv.URL(), ns)
-			before := gitLive(t, ns)
-			f0 := gitFailures(r, tt.phase, tt.reason)
+			g := startGitRow(t, nil)
+			f := expectFault(t, g.r, g.ok, g.ns, tt.phase, tt.reason)
 
-			repo.Commit("empty", tt.remove)
-			last := gitFaultOn(t, r, ok.ID, f0, tt.phase, tt.reason, 20*time.Second)
-			gitCheckNoWrites(t, r, ok.ID)
-			gitCheckUntouched(t, ns, before)
+			g.repo.Commit("empty", tt.remove)
+			last := f.holds(t, 20*time.Second)
 
-			sha := repo.Commit("restore", gitFiles(3, "v2"))
-			r.Recovery("git empty revision: "+tt.name, time.Now(), last.ID, 2, 20*time.Second, gitAt(sha))
-			if got := gitLive(t, ns); got["cm-02"].UID != before["cm-02"].UID || got["cm-02"].Value != "v2" {
+			sha := g.repo.Commit("restore", gitFiles(3, "v2"))
+			g.r.Recovery("git empty revision: "+tt.name, time.Now(), last.ID, 2, 20*time.Second, gitAt(sha))
+			if got, before := gitLive(t, g.ns), f.before; got["cm-02"].UID != before["cm-02"].UID || got["cm-02"].Value != "v2" {
 				t.Errorf("cm-02 = %+v, want the same object (uid %s) at v2", got["cm-02"], before["cm-02"].UID)
 			}
 		})
@@ -515,13 +541,9 @@ func TestFaultGitCacheDamaged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cp.Require(t)
-			repo := testenv.NewRepo(t)
-			repo.Commit("v1", gitFiles(3, "v1"))
-			srv := repo.StartHTTPServer(t, nil)
-			ns := cp.Namespace(t)
 			cache := t.TempDir()
-			r, ok := startGit(t, srv.URL(), ns, "--cache-dir", cache)
+			g := startGitRow(t, nil, "--cache-dir", cache)
+			repo, ns, r, ok := g.repo, g.ns, g.r, g.ok
 			before := gitLive(t, ns)
 
 			tt.damage(t, gitCloneDir(t, cache))
@@ -594,13 +616,8 @@ func TestFaultGitDiskFull(t *testing.T) {
 			t.Errorf("umount %s: %v: %s", cache, err, out)
 		}
 	})
-	repo := testenv.NewRepo(t)
-	repo.Commit("v1", gitFiles(3, "v1"))
-	srv := repo.StartHTTPServer(t, nil)
-	ns := cp.Namespace(t)
-	r, ok := startGit(t, srv.URL(), ns, "--cache-dir", cache)
-	before := gitLive(t, ns)
-	f0 := gitFailures(r, "read", gitDiskFullReason)
+	g := startGitRow(t, nil, "--cache-dir", cache)
+	f := expectFault(t, g.r, g.ok, g.ns, "read", gitDiskFullReason)
 
 	big := make([]byte, 2<<20)
 	x := uint64(88172645463325252)
@@ -612,16 +629,14 @@ func TestFaultGitDiskFull(t *testing.T) {
 	}
 	files := gitFiles(3, "v2")
 	files["assets/blob.bin"] = string(big)
-	sha := repo.Commit("v2 with a big file", files)
-	last := gitFaultOn(t, r, ok.ID, f0, "read", gitDiskFullReason, 20*time.Second)
+	sha := g.repo.Commit("v2 with a big file", files)
+	last := f.holds(t, 20*time.Second)
 	if !strings.Contains(last.Error, "no space left on device") {
 		t.Errorf("error %q does not say no space left on device", last.Error)
 	}
-	gitCheckNoWrites(t, r, ok.ID)
-	gitCheckUntouched(t, ns, before)
 
 	if out, err := exec.Command("mount", "-o", "remount,size=64m", cache).CombinedOutput(); err != nil {
 		t.Fatalf("remount: %v: %s", err, out)
 	}
-	r.Recovery("git disk full", time.Now(), last.ID, 2, 20*time.Second, gitAt(sha))
+	g.r.Recovery("git disk full", time.Now(), last.ID, 2, 20*time.Second, gitAt(sha))
 }

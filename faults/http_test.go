@@ -124,6 +124,20 @@ const (
 	fdMargin        = 5
 )
 
+// afterFlood is what a flood of requests through client left: the
+// process's usage right after it; once the ticks it asked for (by trigger,
+// above tick after) have run, how many there were; and the usage back
+// within margins of before.
+func afterFlood(t *testing.T, r *Recond, client *http.Client, before procUsage, after uint64, trigger string) (during procUsage, ticks int, back procUsage) {
+	t.Helper()
+	during = r.procUsage()
+	client.CloseIdleConnections()
+	r.WaitTick(minWait, after, isTrigger(trigger)) // the accepted requests' ticks run
+	time.Sleep(time.Second)
+	ticks = ticksBy(r, after, trigger)
+	return during, ticks, backWithinMargins(t, r, before)
+}
+
 // backWithinMargins waits (up to minWait, a guard against a hang) until
 // the process is back within the margins of before, and checks it.
 func backWithinMargins(t *testing.T, r *Recond, before procUsage) procUsage {
@@ -198,13 +212,8 @@ func TestFaultHTTPWebhookFlood(t *testing.T) {
 		return testenv.GitHubPush(hooks, d, pushBody(d), hookSecret)
 	})
 	took := time.Since(start)
-	during := r.procUsage()
-	client.CloseIdleConnections()
-	r.WaitTick(minWait, last, isTrigger("webhook")) // the accepted deliveries' ticks run
-	time.Sleep(time.Second)
-	ticks := ticksBy(r, last, "webhook")
+	during, ticks, after := afterFlood(t, r, client, before, last, "webhook")
 	limited := r.Metric("recond_webhook_requests_total", map[string]string{"result": "limited"}) - limited0
-	after := backWithinMargins(t, r, before)
 	accepted := got.get(http.StatusAccepted)
 	t.Logf("webhook flood: 2000 deliveries in %s: answers %s; %v counted limited; %d webhook ticks; before %s, during %s, after %s",
 		took.Round(time.Millisecond), got, limited, ticks, before, during, after)
@@ -300,12 +309,7 @@ func TestFaultHTTPSyncFlood(t *testing.T) {
 	mid := r.LastTick().ID
 	accepted := floodRequests(client, 2000, 8, 10*time.Second, func(int) *http.Request { return post(syncToken) })
 	tookAccepted := time.Since(start)
-	during := r.procUsage()
-	client.CloseIdleConnections()
-	r.WaitTick(minWait, mid, isTrigger("manual")) // the accepted requests' ticks run
-	time.Sleep(time.Second)
-	ticks := ticksBy(r, mid, "manual")
-	after := backWithinMargins(t, r, before)
+	during, ticks, after := afterFlood(t, r, client, before, mid, "manual")
 	t.Logf("sync flood without the token: %s in %s (%d refusals logged); with the token during it: %d in %s; with the token: %s in %s, %d manual ticks; before %s, during %s, after %s",
 		refused, tookRefused.Round(time.Millisecond), refusedLines, served.code, served.took.Round(time.Millisecond),
 		accepted, tookAccepted.Round(time.Millisecond), ticks, before, during, after)

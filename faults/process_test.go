@@ -207,6 +207,17 @@ func bystander(t *testing.T, ns string) types.UID {
 	return c.UID
 }
 
+// processRow is the start of a process row: a repository whose commit msg
+// (rev) holds the ConfigMaps 0 to n-1 at "one", a namespace, and the
+// bystander ConfigMap in it.
+func processRow(t *testing.T, msg string, n int) (repo *testenv.Repo, rev, ns string, by types.UID) {
+	t.Helper()
+	repo = testenv.NewRepo(t)
+	rev = repo.Commit(msg, configMapFiles(0, n, "one"))
+	ns = cp.Namespace(t)
+	return repo, rev, ns, bystander(t, ns)
+}
+
 // A SIGTERM while the first sync of 1,500 objects is being written: recond
 // finishes the writes in flight, starts no further one, and exits 0 well
 // within Kubernetes' default grace period (30 s). What it wrote is whole,
@@ -215,10 +226,7 @@ func bystander(t *testing.T, ns string) types.UID {
 // anything.
 func TestFaultProcessSIGTERMDuringApply(t *testing.T) {
 	const n = 1500
-	repo := testenv.NewRepo(t)
-	rev := repo.Commit("bulk", configMapFiles(0, n, "one"))
-	ns := cp.Namespace(t)
-	by := bystander(t, ns)
+	repo, rev, ns, by := processRow(t, "bulk", n)
 	kubeconfig := Kubeconfig(t)
 	cr := watchCreations(t, ns)
 	args := processArgs(t, repo.URL(), ns, kubeconfig)
@@ -284,10 +292,7 @@ func TestFaultProcessSIGKILLDuringApply(t *testing.T) {
 		{"late", 1100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repo := testenv.NewRepo(t)
-			rev1 := repo.Commit("one", configMapFiles(0, 200, "one"))
-			ns := cp.Namespace(t)
-			by := bystander(t, ns)
+			repo, rev1, ns, by := processRow(t, "one", 200)
 			args := processArgs(t, repo.URL(), ns, Kubeconfig(t))
 			r := StartRecond(t, args...)
 			r.WaitTick(time.Minute, 0, Converged)
@@ -380,10 +385,7 @@ func tickSpan(t testing.TB, tk Tick) (time.Time, time.Time) {
 // for. Its /readyz turns from "standby" to "ok" with its first successful
 // tick, and it converges the revision the leader had not applied.
 func TestFaultProcessLeaderKilled(t *testing.T) {
-	repo := testenv.NewRepo(t)
-	repo.Commit("one", configMapFiles(0, 20, "one"))
-	ns := cp.Namespace(t)
-	by := bystander(t, ns)
+	repo, _, ns, by := processRow(t, "one", 20)
 	kubeconfig := Kubeconfig(t)
 	a := StartRecond(t, append(Base(t, repo.URL(), ns, kubeconfig), leaseFlags...)...)
 	a.WaitTick(30*time.Second, 0, Converged)
@@ -513,10 +515,7 @@ func TestFaultProcessSIGKILLDuringInventoryWrite(t *testing.T) {
 		{"after the objects", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repo := testenv.NewRepo(t)
-			rev1 := repo.Commit("one", configMapFiles(0, 200, "one"))
-			ns := cp.Namespace(t)
-			by := bystander(t, ns)
+			repo, rev1, ns, by := processRow(t, "one", 200)
 			proxy := apiproxy.Start(t, cp.Config)
 			r := StartRecond(t, processArgs(t, repo.URL(), ns, proxy.KubeConfig(t))...)
 			r.WaitTick(time.Minute, 0, Converged)
@@ -712,10 +711,7 @@ func TestFaultProcessMemoryCap(t *testing.T) {
 		{"render-max-bytes raised", []string{"--render-max-bytes", "1000000000"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repo := testenv.NewRepo(t)
-			repo.Commit("one", configMapFiles(0, 20, "one"))
-			ns := cp.Namespace(t)
-			by := bystander(t, ns)
+			repo, _, ns, by := processRow(t, "one", 20)
 			args := processArgs(t, repo.URL(), ns, Kubeconfig(t), tc.flags...)
 			r := StartRecond(t, args...)
 			how := capMemory(t, r.Pid())

@@ -32,6 +32,18 @@ func runawayKustomization() map[string]string {
 // renderWorkers lists the render workers of process pid.
 func renderWorkers(pid int) []int { return testenv.ChildrenWithEnv(pid, "_RECOND_RENDER_WORKER=1") }
 
+// startFirstRevision starts recond with --tick-timeout on a repository at
+// firstRevision in a namespace n of its own, and waits for its first
+// successful tick.
+func startFirstRevision(t *testing.T, tickTimeout string) (repo *testenv.Repo, n string, r *Recond, first Tick) {
+	t.Helper()
+	repo = testenv.NewRepo(t)
+	repo.Commit("first", firstRevision())
+	n = cp.Namespace(t)
+	r = StartRecond(t, append(Base(t, repo.URL(), n, Kubeconfig(t)), "--tick-timeout", tickTimeout)...)
+	return repo, n, r, r.WaitTick(30*time.Second, 0, Succeeded)
+}
+
 // TestFaultManifestRunawayRender: a commit whose kustomize build computes
 // for minutes. Each tick's render is stopped at the tick's deadline (its
 // worker process killed): the tick fails in read with reason timeout,
@@ -40,11 +52,7 @@ func renderWorkers(pid int) []int { return testenv.ChildrenWithEnv(pid, "_RECOND
 // running. The author's fix (one ConfigMap) is applied by the next tick
 // that reads it: a runaway render does not hold the process.
 func TestFaultManifestRunawayRender(t *testing.T) {
-	repo := testenv.NewRepo(t)
-	repo.Commit("first", firstRevision())
-	n := cp.Namespace(t)
-	r := StartRecond(t, append(Base(t, repo.URL(), n, Kubeconfig(t)), "--tick-timeout", "3s")...)
-	first := r.WaitTick(30*time.Second, 0, Succeeded)
+	repo, n, r, first := startFirstRevision(t, "3s")
 	stalls := r.Metric("recond_loop_stalls_total", map[string]string{"phase": "read"})
 
 	files := faultyRevision(nil)
@@ -95,11 +103,7 @@ func TestFaultManifestRunawayRender(t *testing.T) {
 // worker is killed and the same tick reads, renders and applies the fix.
 // recond_renders_superseded_total counts it, and it is not a failure.
 func TestFaultManifestRunawayRenderSuperseded(t *testing.T) {
-	repo := testenv.NewRepo(t)
-	repo.Commit("first", firstRevision())
-	n := cp.Namespace(t)
-	r := StartRecond(t, append(Base(t, repo.URL(), n, Kubeconfig(t)), "--tick-timeout", "10m")...)
-	first := r.WaitTick(30*time.Second, 0, Succeeded)
+	repo, n, r, first := startFirstRevision(t, "10m")
 
 	repo.Commit("runaway", runawayKustomization())
 	// Hang guard: the next tick starts within an interval and renders.
