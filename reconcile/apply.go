@@ -53,7 +53,7 @@ func (t *tick) apply(ctx context.Context) (err error) {
 	}
 	// A revision's pre-hooks run (and succeed) before anything of it is
 	// written; while one runs, the tick writes nothing more.
-	if ok, err := t.r.hooksBefore(ctx, st); !ok || err != nil {
+	if ok, err := (hookRunner{t.r, st}).before(ctx); !ok || err != nil {
 		return err
 	}
 	if err := t.recordKinds(ctx, writes, inv, owned); err != nil {
@@ -76,7 +76,7 @@ func (t *tick) apply(ctx context.Context) (err error) {
 	st.RevisionApplied = inv.Revision != st.Revision
 	// Post-hooks run once the revision was applied in full and a tick
 	// found it healthy.
-	return t.r.hooksAfter(ctx, st)
+	return hookRunner{t.r, st}.after(ctx)
 }
 
 // owned are the live objects this instance owns, by objectKey, as the
@@ -135,7 +135,7 @@ func (t *tick) held(ctx context.Context, h *hold, err error) error {
 	if err != nil || !h.postHooks {
 		return err
 	}
-	return t.r.hooksAfter(ctx, t.st)
+	return hookRunner{t.r, t.st}.after(ctx)
 }
 
 // recordKinds records the kinds about to be written before writing them,

@@ -68,6 +68,17 @@ const (
 	AnnotationSuspendedBy = keys.AnnotationSuspendedBy
 )
 
+// The annotations of a chart's hooks (Helm's; reconcile/hook), and the
+// label recond puts on the hook objects it creates.
+const (
+	AnnotationHook       = keys.AnnotationHook
+	AnnotationHookWeight = keys.AnnotationHookWeight
+	AnnotationHookDelete = keys.AnnotationHookDelete
+	// LabelHook marks the hook objects an instance created (value: the
+	// instance). They are not owned: never diffed, never pruned.
+	LabelHook = keys.LabelHook
+)
+
 // Name prefixes recond keeps for its own objects in the namespace: its
 // inventory ConfigMap and its leader-election Lease. Git may not name an
 // object with one of them, whatever its kind, so that no repository can

@@ -9,6 +9,7 @@ import (
 	"recond.dev/recond/internal/redact"
 	"recond.dev/recond/reconcile/heal"
 	"recond.dev/recond/reconcile/health"
+	"recond.dev/recond/reconcile/hook"
 	"recond.dev/recond/reconcile/inventory"
 	"recond.dev/recond/reconcile/source"
 	"recond.dev/recond/reconcile/suspend"
@@ -70,7 +71,7 @@ type memory struct {
 type renderCache struct {
 	sha     string
 	desired []*unstructured.Unstructured
-	hooks   []*hook
+	hooks   []*hook.Hook
 	chart   *source.Chart
 	once    map[string][][]string
 	ignored map[string][]string

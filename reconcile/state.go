@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/hook"
 	"recond.dev/recond/reconcile/inventory"
 	"recond.dev/recond/reconcile/source"
 )
@@ -31,7 +32,7 @@ type State struct {
 	Superseded int
 	// Hooks are the revision's chart hooks (run around Desired, not held
 	// like it); HooksWaiting the ones still running at the end of apply.
-	Hooks        []*hook
+	Hooks        []*hook.Hook
 	HooksWaiting []string
 	// Chart is the chart the revision was, when --path holds one.
 	Chart *source.Chart

@@ -142,7 +142,7 @@ func (r *Reconciler) runTick(ctx context.Context, why Trigger, planOnly bool) *R
 	res.BackingOff = st.BackingOff
 	res.Revision, res.Fetched, res.Superseded, res.HooksWaiting, res.Chart = st.Revision, st.Fetched, st.Superseded, st.HooksWaiting, st.Chart
 	if (planOnly || r.cfg.DryRun) && len(st.Hooks) > 0 {
-		res.Hooks = r.planHooks(ctx, st, st.Hooks)
+		res.Hooks = hookRunner{r, st}.plan(ctx, st.Hooks)
 	}
 	res.Changes, res.Ops, res.Counts = st.Changes, st.Ops, st.Counts
 	res.Terminating, res.Equivalent = st.Terminating, st.Equivalent
