@@ -12,6 +12,7 @@ import (
 	"recond.dev/recond/reconcile/source/git"
 	"recond.dev/recond/reconcile/source/oci"
 	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/worker"
 )
 
 // Config says where the manifests live and how to reach them.
@@ -226,7 +227,7 @@ func (s *Source) DisplayURL() string { return s.display }
 func (s *Source) renderFailed(sha string, err error) {
 	var (
 		me *ManifestError
-		we *workerError
+		we *worker.SetupError
 		de *DecryptError
 	)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||

@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"recond.dev/recond/internal/transient"
 )
 
 // addressSpaceCap is the cap of the tests below: what `prlimit
@@ -117,36 +114,6 @@ func TestWorkerFailureReasons(t *testing.T) {
 			var me *ManifestError
 			if !errors.As(err, &se) || se.Reason != c.want || errors.As(err, &me) {
 				t.Fatalf("Render = %v (%T); want an *Error with reason %s", err, err, c.want)
-			}
-		})
-	}
-
-	// What the worker says of its own setup crosses the pipe with its
-	// reason, as a worker's failure.
-	for _, c := range []struct {
-		name  string
-		cause error
-		want  Reason
-	}{
-		{"a limit refused", fmt.Errorf("setrlimit: %w", syscall.EPERM), ReasonForbidden},
-		{"no process left", fmt.Errorf("fork: %w", syscall.EAGAIN), ReasonUnavailable},
-		{"anything else", errors.New("no VmSize in /proc/self/status"), ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got := toWire(newWorkerError(fmt.Errorf("render worker: %w", c.cause))).err()
-			var we *workerError
-			if !errors.As(got, &we) {
-				t.Fatalf("%v (%T) is not a *workerError", got, got)
-			}
-			var se *Error
-			switch {
-			case c.want == "" && errors.As(got, &se):
-				t.Errorf("%v has reason %s; want none", got, se.Reason)
-			case c.want != "" && (!errors.As(got, &se) || se.Reason != c.want):
-				t.Errorf("%v: want reason %s", got, c.want)
-			}
-			if c.want == "" && transient.Reason(got) != "" {
-				t.Errorf("%v reads as transient", got)
 			}
 		})
 	}

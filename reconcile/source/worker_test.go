@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-cmp/cmp"
 
 	"recond.dev/recond/internal/testenv"
+	"recond.dev/recond/reconcile/source/worker"
 )
 
 // testWorker is a Worker that re-executes the test binary (TestMain serves
@@ -196,7 +196,7 @@ func TestWorkerIsConfined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.Worker.noNetNS.Load() {
+	if s.cfg.Worker.NetNSRefused() {
 		t.Skipf("this platform refuses a network namespace to the worker; the rest was checked")
 	}
 	if child == self {
@@ -230,15 +230,5 @@ func TestWorkerOutOfMemory(t *testing.T) {
 // workerChildren lists this process's children that are render workers.
 func workerChildren(t *testing.T) []int {
 	t.Helper()
-	return testenv.ChildrenWithEnv(os.Getpid(), workerEnv+"=1")
-}
-
-// TestReasonCrossesThePipe: a render error's reason survives the render
-// worker's pipe.
-func TestReasonCrossesThePipe(t *testing.T) {
-	err := toWire(fmt.Errorf("read: %w", plumbing.ErrObjectNotFound)).err()
-	var se *Error
-	if !errors.As(err, &se) || se.Reason != ReasonNotFound {
-		t.Fatalf("after the pipe: %#v, want an *Error with reason %q", err, ReasonNotFound)
-	}
+	return testenv.ChildrenWithEnv(os.Getpid(), worker.Env+"=1")
 }

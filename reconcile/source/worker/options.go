@@ -1,4 +1,4 @@
-package source
+package worker
 
 import (
 	"errors"
@@ -14,8 +14,8 @@ const (
 	FlagRenderMaxMemory = "render-max-memory"
 )
 
-// WorkerOptions are the render worker's settings, as flags.
-type WorkerOptions struct {
+// Options are the render worker's settings, as flags.
+type Options struct {
 	// InProcess runs kustomize inside recond's own process (no Worker).
 	InProcess bool
 	// MaxMemory is Worker.MaxMemory.
@@ -23,16 +23,16 @@ type WorkerOptions struct {
 }
 
 // BindFlags registers the options' flags on fs, with their defaults.
-func (o *WorkerOptions) BindFlags(fs *flag.FlagSet) {
+func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.InProcess, FlagRenderInProcess, false,
 		"run kustomize inside recond's process instead of a worker process killed at the tick's deadline "+
 			"(a render that never ends then holds the process until it restarts)")
-	fs.Int64Var(&o.MaxMemory, FlagRenderMaxMemory, DefaultWorkerMemory,
+	fs.Int64Var(&o.MaxMemory, FlagRenderMaxMemory, DefaultMemory,
 		"most bytes of memory a render worker may use (keep it below the container's memory limit)")
 }
 
 // Validate checks the options.
-func (o WorkerOptions) Validate() error {
+func (o Options) Validate() error {
 	if o.MaxMemory < 64<<20 {
 		return fmt.Errorf("--%s must be at least 64 MiB (67108864)", FlagRenderMaxMemory)
 	}
@@ -41,7 +41,7 @@ func (o WorkerOptions) Validate() error {
 
 // Worker returns the Worker the options ask for, recond's own executable
 // re-executed, or nil when rendering is in-process.
-func (o WorkerOptions) Worker(log *slog.Logger) (*Worker, error) {
+func (o Options) Worker(log *slog.Logger) (*Worker, error) {
 	if o.InProcess {
 		return nil, nil
 	}
