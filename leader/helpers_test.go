@@ -3,7 +3,6 @@ package leader_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,14 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/internal/testenv/apiproxy"
 	"recond.dev/recond/leader"
 )
-
-var cp *testenv.ControlPlane
-
-func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, &cp)) }
 
 // quick is the timing of most tests' elections: a lease of 3 s, renewed
 // every half second and given up 2 s after the last renewal.

@@ -3,13 +3,19 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"recond.dev/recond/internal/testenv"
 	"recond.dev/recond/leader"
 )
+
+var cp *testenv.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, &cp)) }
 
 // Two processes of one instance: exactly one leads, the other says it is
 // standby and who holds the Lease; when the leader stops, the standby takes
