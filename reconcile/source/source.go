@@ -68,7 +68,7 @@ type Config struct {
 
 	// SOPSAgeKeysFile holds the age identities (AGE-SECRET-KEY-1...) that
 	// decrypt the revision's SOPS-encrypted files, read at every render
-	// (decrypt.go); "" decrypts nothing.
+	// (package render); "" decrypts nothing.
 	SOPSAgeKeysFile string
 }
 
@@ -136,7 +136,7 @@ type Source struct {
 	// instance's seed, once a chart's render needed it (withSeed).
 	chart chartAt
 	seed  []byte
-	// sensitive is what the last renders decrypted (decrypt.go).
+	// sensitive is what the last renders decrypted (render.go).
 	sensitive []sensitiveAt
 }
 

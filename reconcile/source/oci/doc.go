@@ -16,4 +16,18 @@
 // made: the registry's answer (401 and 403 auth, 404 not_found, 408 and 504
 // timeout, 429 and 5xx unavailable), the network's, or an artifact that
 // recond refuses (invalid).
+//
+// A [Source] is the source facade's kind of source for an oci:// URL
+// (source.go): Fetch resolves the tag with one HEAD and pulls the
+// manifest and its one content layer, each verified against its digest
+// and bounded by the render limits, into a cache directory per digest,
+// only when the digest is not cached (the newest few are kept); with
+// Settings.VerifyArtifacts it refuses, with reason forbidden, an artifact
+// without a cosign signature by a key of Settings.CosignKeysFile, once per
+// digest and keys (verify.go, package cosign). Open unpacks the cached
+// layer in memory into a tree.Mem (layer.go), refusing absolute paths,
+// "..", hard links, devices, links that leave the tree, duplicates and
+// anything over the limits, naming the entry (a *render.ManifestError); a
+// cached layer that no longer matches its digest is the cache's fault (a
+// *render.ReadError), and the next Fetch pulls it again.
 package oci
