@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"recond.dev/recond/reconcile/record"
 )
 
 // secretData checks a desired Secret's data and stringData as the API
@@ -68,26 +70,8 @@ func secretValue(secret, field, k string, v any) error {
 }
 
 // SecretKeyError is a desired Secret refused for what one of its keys
-// holds. Its text names the Secret and the key, never the value, so it is
-// shown wherever a tick's failure goes (the log, the Event, the page), where
-// other errors about a Secret are not (Result.FailureText).
-type SecretKeyError struct {
-	Secret string // the Secret's name
-	Field  string // data or stringData; "" is data
-	Key    string // "" when the fault is the field itself
-	Why    string
-}
-
-func (e *SecretKeyError) Error() string {
-	if e.Key == "" {
-		return "Secret/" + e.Secret + ": " + e.Why
-	}
-	field := e.Field
-	if field == "" {
-		field = "data"
-	}
-	return "Secret/" + e.Secret + ": " + field + "." + e.Key + " " + e.Why
-}
+// holds (record.SecretKeyError).
+type SecretKeyError = record.SecretKeyError
 
 // typeName is a JSON type's name for a decoded value, never the value.
 func typeName(v any) string {

@@ -1,4 +1,4 @@
-package reconcile
+package record
 
 import (
 	"context"
@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"recond.dev/recond/reconcile/record"
+	"recond.dev/recond/internal/revision"
+	"recond.dev/recond/reconcile/failure"
 )
 
 // LogObserver writes one line per phase failure, one per change found and
@@ -35,9 +36,9 @@ func (o LogObserver) PhaseEnd(ctx context.Context, pr PhaseResult, r *Result) {
 
 // TickEnd logs what the tick changed and its summary.
 func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
-	rev := shortSHA(r.Revision)
+	rev := revision.Abbrev(r.Revision, 12)
 	for _, c := range r.Changes {
-		text, more := record.DifferenceText(c)
+		text, more := DifferenceText(c)
 		attrs := []any{"revision", rev, "object", c.Kind + "/" + c.Name, "action", string(c.Action), "diff", text}
 		if more > 0 {
 			attrs = append(attrs, "more_fields", more)
@@ -89,7 +90,7 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 		attrs = append(attrs, "rejected", len(r.Rejected))
 	}
 	if r.Counts.Terminating > 0 {
-		attrs = append(attrs, "terminating", r.Counts.Terminating, "terminating_objects", joinList(r.Terminating))
+		attrs = append(attrs, "terminating", r.Counts.Terminating, "terminating_objects", failure.JoinList(r.Terminating))
 	}
 	if len(r.Heals) > 0 {
 		var worst time.Duration
@@ -99,7 +100,7 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 		attrs = append(attrs, "healed", len(r.Heals), "heal_latency", worst.Round(100_000).String())
 	}
 	if len(r.BackingOff) > 0 {
-		attrs = append(attrs, "backing_off", joinList(r.BackingOff))
+		attrs = append(attrs, "backing_off", failure.JoinList(r.BackingOff))
 	}
 	if r.Counts.Equivalent > 0 {
 		attrs = append(attrs, "server_equivalent", r.Counts.Equivalent)
@@ -108,21 +109,21 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 		attrs = append(attrs, "generated_once", r.Counts.GeneratedOnce)
 	}
 	if len(r.HooksWaiting) > 0 {
-		attrs = append(attrs, "hooks_waiting", joinList(r.HooksWaiting))
+		attrs = append(attrs, "hooks_waiting", failure.JoinList(r.HooksWaiting))
 	}
 	if len(r.Skipped) > 0 {
 		skipped := make([]string, len(r.Skipped))
 		for i, s := range r.Skipped {
 			skipped[i] = s.String()
 		}
-		attrs = append(attrs, "skipped", joinList(skipped))
+		attrs = append(attrs, "skipped", failure.JoinList(skipped))
 	}
 	if len(r.Deferred) > 0 {
 		deferred := make([]string, len(r.Deferred))
 		for i, d := range r.Deferred {
 			deferred[i] = d.String()
 		}
-		attrs = append(attrs, "prune_deferred", joinList(deferred))
+		attrs = append(attrs, "prune_deferred", failure.JoinList(deferred))
 	}
 	if r.Counts.Orphaned > 0 {
 		attrs = append(attrs, "orphaned", r.Counts.Orphaned)
@@ -133,7 +134,7 @@ func (o LogObserver) TickEnd(ctx context.Context, r *Result) {
 	if h := r.Health; h != nil {
 		attrs = append(attrs, "health_status", string(h.Status))
 		if bad := h.Unhealthy(); len(bad) > 0 {
-			attrs = append(attrs, "unhealthy", joinList(UnhealthyList(bad)))
+			attrs = append(attrs, "unhealthy", failure.JoinList(UnhealthyList(bad)))
 		}
 	}
 	if r.DryRun {
