@@ -43,12 +43,7 @@ metadata:
   name: web
   annotations: {keep: me}
   managedFields:
-  - manager: recond
-    operation: Apply
-    apiVersion: apps/v1
-    time: "2026-01-01T00:00:00Z"
-    fieldsType: FieldsV1
-    fieldsV1: '{"f:spec":{"f:replicas":{}}}'
+  - {manager: recond, operation: Apply, apiVersion: apps/v1, time: "2026-01-01T00:00:00Z", fieldsType: FieldsV1, fieldsV1: '{"f:spec":{"f:replicas":{}}}'}
   - {manager: kubectl, operation: Update, apiVersion: apps/v1, time: "2026-01-01T00:00:01Z"}
   - {manager: kube-controller-manager, operation: Update, apiVersion: apps/v1, time: "2026-01-01T00:00:02Z", subresource: status}
 spec: {replicas: 2}
