@@ -143,9 +143,8 @@ func Rules(cfg Config) (RuleFile, error) {
 			},
 		},
 		{
-			Alert: "RecondPhaseFailing",
-			Expr: fmt.Sprintf("sum by (%s, phase, reason) (increase(recond_phase_failures_total%s[%s])) > 0",
-				g.by, g.sel(), dur(cfg.FailureWindow)),
+			Alert:  "RecondPhaseFailing",
+			Expr:   g.increased("recond_phase_failures_total", "phase, reason"),
 			For:    dur(cfg.PhaseFailingFor),
 			Labels: map[string]string{"severity": cfg.Warning},
 			Annotations: map[string]string{
@@ -224,9 +223,8 @@ func Rules(cfg Config) (RuleFile, error) {
 			},
 		},
 		{
-			Alert: "RecondTickAbandoned",
-			Expr: fmt.Sprintf("sum by (%s, phase) (increase(recond_loop_stalls_total%s[%s])) > 0",
-				g.by, g.sel(), dur(cfg.FailureWindow)),
+			Alert:  "RecondTickAbandoned",
+			Expr:   g.increased("recond_loop_stalls_total", "phase"),
 			For:    dur(cfg.AbandonedFor),
 			Labels: map[string]string{"severity": cfg.Warning},
 			Annotations: map[string]string{
@@ -237,9 +235,8 @@ func Rules(cfg Config) (RuleFile, error) {
 			},
 		},
 		{
-			Alert: "RecondPanicked",
-			Expr: fmt.Sprintf("sum by (%s, phase) (increase(recond_panics_total%s[%s])) > 0",
-				g.by, g.sel(), dur(cfg.FailureWindow)),
+			Alert:  "RecondPanicked",
+			Expr:   g.increased("recond_panics_total", "phase"),
 			For:    dur(cfg.AbandonedFor),
 			Labels: map[string]string{"severity": cfg.Warning},
 			Annotations: map[string]string{
@@ -273,6 +270,12 @@ func (g *gen) sel(extra ...string) string {
 		return ""
 	}
 	return "{" + strings.Join(m, ", ") + "}"
+}
+
+// increased is true for the series of the counter metric, summed by the
+// group labels and by, that increased in the last FailureWindow.
+func (g *gen) increased(metric, by string) string {
+	return fmt.Sprintf("sum by (%s, %s) (increase(%s%s[%s])) > 0", g.by, by, metric, g.sel(), dur(g.cfg.FailureWindow))
 }
 
 // unlessSuspended is appended to the expressions of the alerts that an
