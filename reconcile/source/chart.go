@@ -30,9 +30,6 @@ const (
 	FlagHelmValues  = helm.FlagValues
 )
 
-// chartFile is the file whose presence in --path makes it a chart.
-const chartFile = helm.ChartFile
-
 // ErrNoSeed is what a chart's random template functions fail with when
 // the render has no seed.
 var ErrNoSeed = helm.ErrNoSeed

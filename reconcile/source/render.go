@@ -44,11 +44,6 @@ const (
 	LimitFiles          = render.LimitFiles
 )
 
-// newLimitError is render.NewLimitError.
-func newLimitError(limit string, value, max int64, file string) *ManifestError {
-	return render.NewLimitError(limit, value, max, file)
-}
-
 // Render reads the manifests under Config.Path at commit sha (a full SHA,
 // normally from Fetch). For a remote repository the commit must be in the
 // cache, i.e. Fetch must have returned it.
