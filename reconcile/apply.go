@@ -181,7 +181,7 @@ func (t *tick) write(ctx context.Context, c diff.Change) outcome {
 	var out *unstructured.Unstructured
 	var err error
 	if t.st.recreating(c.Desired) {
-		out, err = t.r.recreate(octx, c)
+		out, err = recreator{t.r}.recreate(octx, c)
 	} else {
 		out, err = t.r.kube.ApplyFor(octx, cluster.Write{Purpose: cluster.PurposeApply, Object: c.Desired}, c.Live)
 	}
@@ -454,7 +454,7 @@ func (t *tick) dryRun(ctx context.Context, writes []diff.Change) ([]diff.Change,
 		if !results[i].ran || results[i].err == nil {
 			continue
 		}
-		ierr, recreate := r.immutable(ctx, c, results[i].err)
+		ierr, recreate := recreator{r}.refusal(ctx, c, results[i].err)
 		if recreate {
 			results[i].err = nil
 			st.recreate(c.Desired)

@@ -262,7 +262,7 @@ type probeRefusal struct {
 func (t *tick) probesRefused(ctx context.Context, changes []diff.Change, refusals []probeRefusal) ([]diff.Change, error) {
 	failing := false
 	for _, p := range refusals {
-		if _, recreate := t.r.immutable(ctx, p.c, p.err); !recreate {
+		if _, recreate := (recreator{t.r}).refusal(ctx, p.c, p.err); !recreate {
 			failing = true
 		}
 	}

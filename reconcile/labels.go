@@ -49,6 +49,13 @@ const (
 	// (RFC 6901) to fields that are neither compared nor sent, so that
 	// another manager may own them: "/spec/replicas,/data/generated".
 	AnnotationIgnoreFields = keys.AnnotationIgnoreFields
+	// AnnotationForce "recreate": a change the API server refuses because
+	// it touches a field that cannot change once set (a Deployment's
+	// selector, a Job's template, a Service's clusterIP) is made by
+	// deleting the object (foreground: its dependents first) and creating
+	// it anew, within the tick. Never for a PersistentVolumeClaim: its data
+	// would go with it.
+	AnnotationForce = keys.AnnotationForce
 )
 
 // The annotations on an instance's inventory ConfigMap that hold its
