@@ -104,11 +104,13 @@ type fetcher interface {
 }
 
 // kinds are the kinds of source, tried in order: the first whose URL
-// matches builds the Source's fetcher. Each names itself in the
-// fetch.Location of its trees, opens them in a render worker (open), and
-// gives its failures their reasons (reason: err as a *reason.Error, an
-// *Error already left as it is) and tells a read of its cache that failed
-// (readFault). A new kind of source is a package and a line here.
+// matches builds the Source's fetcher (build checks what of Config is
+// its). Each names itself in the fetch.Location of its trees, opens them
+// in a render worker (open), gives its failures their reasons (reason:
+// err as a *reason.Error, one already left as it is; asked in order, so
+// the last, Git's, also gives the network's and the machine's), and tells
+// a read of its cache that failed (readFault). A new kind of source is a
+// package, its settings in Config and a line here.
 var kinds = []struct {
 	name      string
 	match     func(url string) bool

@@ -132,7 +132,7 @@ func (s *Source) Fetch(ctx context.Context) (fetch.Revision, error) {
 		err = s.verify(ctx, rev.SHA)
 	}
 	if err != nil {
-		return fetch.Revision{}, fmt.Errorf("fetch %s: %w", s.display, WithReason(err))
+		return fetch.Revision{}, fmt.Errorf("fetch %s: %w", s.display, withReason(err))
 	}
 	return rev, nil
 }
@@ -179,7 +179,7 @@ func (s *Source) Moved(ctx context.Context, rev fetch.Revision) (bool, error) {
 	}
 	desc, err := s.client.Resolve(ctx, s.ref)
 	if err != nil {
-		return false, WithReason(err)
+		return false, withReason(err)
 	}
 	return desc.Digest.String() != rev.SHA, nil
 }
@@ -404,20 +404,27 @@ type cacheError struct{ err error }
 func (e *cacheError) Error() string { return "cache: " + e.err.Error() }
 func (e *cacheError) Unwrap() error { return e.err }
 
-// WithReason returns err as a *reason.Error with its reason: the one an
-// *Error carries (the registry client decided it where it failed), or
-// the network's and the machine's (transient); err itself when it already
-// is one, or when nothing tells.
+// WithReason returns err as a *reason.Error with the reason an *Error
+// carries (the registry client decided it where it failed); err itself
+// when it already is a *reason.Error, or is no *Error.
 func WithReason(err error) error {
 	var (
 		re *reason.Error
 		oe *Error
 	)
-	switch {
-	case err == nil, errors.As(err, &re):
+	if err == nil || errors.As(err, &re) || !errors.As(err, &oe) {
 		return err
-	case errors.As(err, &oe):
-		return &reason.Error{Reason: reason.Reason(oe.Reason), Err: err}
+	}
+	return &reason.Error{Reason: reason.Reason(oe.Reason), Err: err}
+}
+
+// withReason is WithReason, and for what the registry client did not
+// classify (the cache's disk), the machine's reason (transient).
+func withReason(err error) error {
+	err = WithReason(err)
+	var re *reason.Error
+	if err == nil || errors.As(err, &re) {
+		return err
 	}
 	if r := transient.Reason(err); r != "" {
 		return &reason.Error{Reason: reason.Reason(r), Err: err}
