@@ -2,17 +2,16 @@ package reconcile
 
 import (
 	"context"
-	"encoding/base64"
 	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"recond.dev/recond/internal/revision"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
+	"recond.dev/recond/reconcile/generated"
 	"recond.dev/recond/reconcile/verdict"
 	"recond.dev/recond/reconcile/wave"
 )
@@ -56,7 +55,7 @@ func (t *tick) diff(ctx context.Context) error {
 			r.log.WarnContext(ctx, "opt-out annotation on a live object with a value recond does not know: ignored", "annotation", m)
 		}
 	}
-	desired = keepGenerated(st, desired)
+	desired = generated.Keep(desired, st.Generated, st.liveByKey(), objectKey)
 	all := diff.Objects(desired, live, opts)
 	var foreign []string
 	for _, c := range all {
@@ -121,7 +120,7 @@ func (t *tick) diff(ctx context.Context) error {
 			st.skip(c.Desired, SkipCreateOnly, nil)
 			continue
 		}
-		if c.Action == diff.Update && wholeGenerated(st.Generated[objectKey(c.Desired)]) {
+		if c.Action == diff.Update && generated.Whole(st.Generated[objectKey(c.Desired)]) {
 			// Made whole by a key or certificate maker: the live one stays.
 			continue
 		}
@@ -289,51 +288,3 @@ func (t *tick) probesRefused(ctx context.Context, changes []diff.Change, refusal
 
 // shortSHA is a revision cut to 12 hex digits, in log lines and errors.
 func shortSHA(s string) string { return revision.Abbrev(s, 12) }
-
-// keepGenerated returns desired with, for each object whose fields a
-// chart's key or certificate maker made (st.Generated) and that exists,
-// a copy whose generated fields hold the live values: such a field is
-// written when the object is created, and never rewritten because a
-// render made another key. The render's objects are not changed.
-func keepGenerated(st *State, desired []*unstructured.Unstructured) []*unstructured.Unstructured {
-	if len(st.Generated) == 0 {
-		return desired
-	}
-	byKey := st.liveByKey()
-	out := desired
-	for i, d := range desired {
-		k := objectKey(d)
-		paths, l := st.Generated[k], byKey[k]
-		if len(paths) == 0 || l == nil || wholeGenerated(paths) {
-			continue
-		}
-		if &out[0] == &desired[0] {
-			out = slices.Clone(desired)
-		}
-		c := d.DeepCopy()
-		for _, p := range paths {
-			if !keptGenerated(d, l, p) {
-				continue
-			}
-			v, found, _ := unstructured.NestedFieldNoCopy(l.Object, p...)
-			if !found && len(p) == 2 && p[0] == "stringData" {
-				// The server keeps a Secret's stringData under data.
-				if enc, ok, _ := unstructured.NestedString(l.Object, "data", p[1]); ok {
-					if dec, err := base64.StdEncoding.DecodeString(enc); err == nil {
-						v, found = string(dec), true
-					}
-				}
-			}
-			if found {
-				_ = unstructured.SetNestedField(c.Object, runtime.DeepCopyJSONValue(v), p...)
-			}
-		}
-		out[i] = c
-	}
-	return out
-}
-
-// wholeGenerated reports whether paths stand for the whole object.
-func wholeGenerated(paths [][]string) bool {
-	return len(paths) == 1 && len(paths[0]) == 0
-}
