@@ -52,8 +52,8 @@ type writeGate struct {
 //   - tick: does the tick write objects at all? Asked once, before its
 //     first write; a hold keeps every object of the tick unwritten.
 //
-// A new per-object rule is a function in a leaf (reconcile/writerule)
-// and one line here.
+// A new per-object rule is a function in a leaf (in reconcile/writerule's
+// list, or a leaf of its own: perObject) and one line here.
 type gateRule struct {
 	name  string
 	write func(g *writeGate, ctx context.Context, w cluster.Write) error
@@ -88,9 +88,15 @@ var gateRules = []gateRule{
 	// (the revision's post-hooks still run once it is healthy).
 	{name: "self-heal", tick: holdDrift},
 	// The per-object rules (reconcile/writerule).
-	{name: "objects", write: func(g *writeGate, _ context.Context, w cluster.Write) error { return writerule.Check(g.r.policy(), w) }},
+	{name: "objects", write: perObject(writerule.Check)},
 	// A recreate's delete must not take claims with it.
 	{name: "claims", write: refuseClaims},
+}
+
+// perObject is a gate rule of a per-object rule: one that judges a write
+// alone, knowing the instance (writerule.Check, or a leaf's own).
+func perObject(check func(writerule.Policy, cluster.Write) error) func(*writeGate, context.Context, cluster.Write) error {
+	return func(g *writeGate, _ context.Context, w cluster.Write) error { return check(g.r.policy(), w) }
 }
 
 // holds asks the list whether the tick writes objects at all: the first
