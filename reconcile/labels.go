@@ -101,11 +101,6 @@ const (
 // LeaseName is the name of the Lease that instance's leader holds.
 func LeaseName(instance string) string { return LeasePrefix + instance }
 
-// reservedName reports the reserved prefix name starts with, or the
-// reserved name it is (the SOPS keys Secret), or "": the write gate's rule
-// (writerule.Policy.Reserved), read early.
-func (r *Reconciler) reservedName(name string) string { return r.policy().Reserved(name) }
-
 // ownerSelector selects the objects instance owns.
 func ownerSelector(instance string) string {
 	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue, LabelInstance: instance}).String()

@@ -209,7 +209,7 @@ func decorateEach(r *Reconciler, st *State, manifests []source.Manifest, sensiti
 		}
 		gvk := obj.GroupVersionKind()
 		id := fmt.Sprintf("%s/%s", gvk.Kind, obj.GetName())
-		if p := r.reservedName(obj.GetName()); p != "" {
+		if p := r.policy().Reserved(obj.GetName()); p != "" {
 			return Invalidf("%s: %s: the name is recond's own: %s; rename the object", m.File, id, decorate.ReservedFor(p, obj.GetName()))
 		}
 		mapping, err := r.kube.Mapping(gvk)
