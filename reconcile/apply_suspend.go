@@ -56,7 +56,7 @@ type suspensionStore struct{ r *Reconciler }
 
 // note reads the suspension from the inventory ConfigMap the tick read
 // (cm; nil: there is none), for st: the inventory is read at every tick
-// anyway (loadInventory), so this costs no request.
+// anyway (inventoryStore.load), so this costs no request.
 func (s suspensionStore) note(st *State, cm *unstructured.Unstructured) {
 	r := s.r
 	st.suspension = r.mem.readSuspension(cm, time.Now(), r.cfg.suspendMax())

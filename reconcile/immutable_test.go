@@ -125,7 +125,7 @@ func TestForceRecreateNeverDeletesAClaim(t *testing.T) {
 // A refusal that is about an immutable field and about something else (a
 // selector changed without the template's labels) is not recreated:
 // deleting the object would be followed by a create refused for the same
-// reason. Without the every-cause rule (immutableFields' all) the
+// reason. Without the every-cause rule (cluster.ImmutableFields' all) the
 // Deployment is deleted.
 func TestForceRecreateOnlyWhenOnlyImmutable(t *testing.T) {
 	h := newHarness(t)

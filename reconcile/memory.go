@@ -30,7 +30,7 @@ type memory struct {
 
 	// inv is the inventory as recond last read or wrote it (nil until
 	// first loaded); invStale is set when the live one was found missing
-	// or unlike it: the apply phase rewrites it (repairInventory).
+	// or unlike it: the apply phase rewrites it (inventoryStore.repair).
 	inv      *inventory.Inventory
 	invStale bool
 	// rendered is the last successful render, reused while the revision

@@ -150,7 +150,7 @@ func TestPruneDisabled(t *testing.T) {
 
 // recond.dev/ignore-fields: the fields are neither compared nor sent:
 // another manager owns them, and a change to them in Git is not applied.
-// Without it (checkOptOuts' removal) the other manager's value is healed.
+// Without it (optout.Check's removal) the other manager's value is healed.
 func TestIgnoreFields(t *testing.T) {
 	h := newHarness(t)
 	dep := strings.Replace(deploymentYAML, "  labels:\n    app: web\n", "  labels:\n    app: web\n  annotations:\n    "+reconcile.AnnotationIgnoreFields+": /spec/replicas\n", 1)

@@ -80,7 +80,7 @@ type State struct {
 	Health *Health
 
 	// suspension is what the inventory's annotations say of an operator's
-	// suspension (suspend.go); suspensionRead is set once they were read.
+	// suspension (apply_suspend.go); suspensionRead is set once they were read.
 	suspension     suspensionState
 	suspensionRead bool
 	// tick is the tick's number.
@@ -96,7 +96,7 @@ type State struct {
 	// one's), masked wherever a difference or an error could show them.
 	sensitive *diff.Sensitive
 
-	// inv is the inventory this tick works with (loadInventory).
+	// inv is the inventory this tick works with (inventoryStore.load).
 	inv *inventory.Inventory
 	// byKey indexes Live (liveByKey).
 	byKey map[string]*unstructured.Unstructured

@@ -115,7 +115,7 @@ type Result struct {
 	// tick before ("" when nobody did: it ended by itself, or its
 	// annotations were removed).
 	ResumedBy string
-	// Skipped are the objects the per-object opt-outs held back (optout.go).
+	// Skipped are the objects the per-object opt-outs held back (reconcile/optout).
 	Skipped []optout.Skip
 	// Orphaned are the objects that left Git with recond.dev/prune:
 	// disabled: not deleted, recond's labels removed.
