@@ -212,6 +212,7 @@ func bystander(t *testing.T, ns string) types.UID {
 // bystander ConfigMap in it.
 func processRow(t *testing.T, msg string, n int) (repo *testenv.Repo, rev, ns string, by types.UID) {
 	t.Helper()
+	cp.Require(t)
 	repo = testenv.NewRepo(t)
 	rev = repo.Commit(msg, configMapFiles(0, n, "one"))
 	ns = cp.Namespace(t)

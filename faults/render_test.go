@@ -37,6 +37,7 @@ func renderWorkers(pid int) []int { return testenv.ChildrenWithEnv(pid, "_RECOND
 // successful tick.
 func startFirstRevision(t *testing.T, tickTimeout string) (repo *testenv.Repo, n string, r *Recond, first Tick) {
 	t.Helper()
+	cp.Require(t)
 	repo = testenv.NewRepo(t)
 	repo.Commit("first", firstRevision())
 	n = cp.Namespace(t)
