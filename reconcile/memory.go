@@ -206,7 +206,9 @@ func (m *memory) verdict(desired, live *unstructured.Unstructured) (verdict.Verd
 // writtenAs reports whether live is what recond's last apply of desired
 // returned.
 func (m *memory) writtenAs(desired, live *unstructured.Unstructured) bool {
-	v, ok := m.verdict(desired, live)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.verdicts.Holds(objectKey(desired), desired, live)
 	return ok && v == verdict.Written
 }
 
