@@ -23,8 +23,9 @@ import (
 )
 
 // app is one configured recond run, sync or diff: the wiring of flags to
-// packages. newApp makes what the three share; each command's build (run.go,
-// sync.go, diff.go) adds what it uses, and the reconciler last.
+// packages. newApp makes the parts the three share (newParts), then the
+// command's build (run.go, sync.go, diff.go) adds what it uses, and the
+// reconciler last.
 type app struct {
 	opts    *options
 	log     *slog.Logger
