@@ -23,7 +23,10 @@ import (
 // later one, the calls of a wave run at once, and watch events and the
 // API's requests (Suspend, Resume, Secrets) arrive while a tick runs. Each
 // accessor holds it for a few map operations, calls no other accessor and
-// does no I/O. The zero memory is ready (the engine's own tests make a
+// does no I/O; the one exception is the objects' progress, which the
+// health phase holds while it assesses every object: it has a mutex of its
+// own (progressMu), so that a watch event never waits for an assessment.
+// The zero memory is ready (the engine's own tests make a
 // Reconciler without New).
 type memory struct {
 	mu sync.Mutex
@@ -48,8 +51,9 @@ type memory struct {
 	heal heal.Book
 	// progress follows each desired object's health across ticks; healthy
 	// is the last revision a tick found healthy (post-hooks wait for it).
-	progress health.Progress
-	healthy  string
+	progressMu sync.Mutex
+	progress   health.Progress
+	healthy    string
 	// suspend keeps when a suspension without a readable end was first
 	// seen (so that its end does not move from tick to tick until it is
 	// written); suspendLast is the suspension the last reading found in
@@ -279,10 +283,12 @@ func (m *memory) healed(tickStart time.Time, writes []heal.Write, end time.Time)
 	return m.heal.Healed(tickStart, writes, end)
 }
 
-// assess runs fn with the objects' progress; fn calls no accessor.
+// assess runs fn with the objects' progress, under progressMu only: fn
+// may take as long as the assessment of every object, and watch events
+// (changed, noticed) take mu meanwhile.
 func (m *memory) assess(fn func(*health.Progress)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.progressMu.Lock()
+	defer m.progressMu.Unlock()
 	fn(&m.progress)
 }
 
