@@ -12,29 +12,11 @@ import (
 	"recond.dev/recond/reconcile/source/tree"
 )
 
-func chartTree(files map[string]string) tree.Dir {
-	root := tree.NewMem()
-	for p, content := range files {
-		d := root
-		parts := strings.Split(p, "/")
-		for _, part := range parts[:len(parts)-1] {
-			e, ok := d.Lookup(part)
-			if !ok {
-				e = &tree.MemEntry{Kind: tree.KindDir, Dir: tree.NewMem()}
-				d.Add(part, e)
-			}
-			d = e.Dir
-		}
-		d.Add(parts[len(parts)-1], &tree.MemEntry{Kind: tree.KindFile, Data: []byte(content)})
-	}
-	return root
-}
-
 // TestBuildAndSplit: a chart of any tree renders, and SplitOutput reads
 // Build's output back: the chart, each template's document with what
 // recond says of it, and what was left out (crds/, a test hook).
 func TestBuildAndSplit(t *testing.T) {
-	root := chartTree(map[string]string{
+	root := tree.MemFiles(map[string]string{
 		"app/Chart.yaml":          "apiVersion: v2\nname: app\nversion: 1.2.3\n",
 		"app/values.yaml":         "name: a\n",
 		"app/crds/crd.yaml":       "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: x.example.com\n",

@@ -11,30 +11,11 @@ import (
 	"recond.dev/recond/reconcile/source/tree"
 )
 
-// memTree is a tree of files (a path's directories made on the way).
-func memTree(files map[string]string) tree.Dir {
-	root := tree.NewMem()
-	for p, content := range files {
-		d := root
-		parts := strings.Split(p, "/")
-		for _, part := range parts[:len(parts)-1] {
-			e, ok := d.Lookup(part)
-			if !ok {
-				e = &tree.MemEntry{Kind: tree.KindDir, Dir: tree.NewMem()}
-				d.Add(part, e)
-			}
-			d = e.Dir
-		}
-		d.Add(parts[len(parts)-1], &tree.MemEntry{Kind: tree.KindFile, Data: []byte(content)})
-	}
-	return root
-}
-
 // TestBuild: a kustomization of any tree (here one held in memory) builds
 // to its objects, and one that reaches outside the repository is refused
 // before kustomize runs, naming the kustomization file and the entry.
 func TestBuild(t *testing.T) {
-	root := memTree(map[string]string{
+	root := tree.MemFiles(map[string]string{
 		"app/kustomization.yaml": "resources:\n- cm.yaml\nnamePrefix: k-\n",
 		"app/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
 		"bad/kustomization.yaml": "resources:\n- ../../etc\n",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 )
 
 // Mem is a directory held in memory (an unpacked archive's): a Dir whose
@@ -23,6 +24,26 @@ type MemEntry struct {
 
 // NewMem returns an empty directory.
 func NewMem() *Mem { return &Mem{entries: map[string]*MemEntry{}} }
+
+// MemFiles returns a directory of files held by path, '/'-separated, each
+// path's directories made on the way.
+func MemFiles(files map[string]string) *Mem {
+	root := NewMem()
+	for p, content := range files {
+		d := root
+		parts := strings.Split(p, "/")
+		for _, part := range parts[:len(parts)-1] {
+			e, ok := d.Lookup(part)
+			if !ok {
+				e = &MemEntry{Kind: KindDir, Dir: NewMem()}
+				d.Add(part, e)
+			}
+			d = e.Dir
+		}
+		d.Add(parts[len(parts)-1], &MemEntry{Kind: KindFile, Data: []byte(content)})
+	}
+	return root
+}
 
 // Lookup returns the entry called name, if there is one.
 func (d *Mem) Lookup(name string) (*MemEntry, bool) {
