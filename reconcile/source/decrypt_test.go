@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"recond.dev/recond/internal/redact/redacttest"
 	"recond.dev/recond/internal/testenv"
 )
 
@@ -374,7 +375,7 @@ func TestDecryptRefusals(t *testing.T) {
 						t.Errorf("error %q does not say %q", err, s)
 					}
 				}
-				text := renderings(err)
+				text := redacttest.Renderings(err)
 				for _, secret := range []string{v, base64.StdEncoding.EncodeToString([]byte(v)), f.id1, f.id2, other} {
 					if strings.Contains(text, secret) {
 						t.Errorf("error quotes a value or a key %q:\n%s", secret, text)

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"recond.dev/recond/internal/redact/redacttest"
 )
 
 // A token in the repository URL's query ("?private_token=", as GitLab
@@ -45,7 +47,7 @@ func TestURLQueryNeverDisplayed(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.display) {
 			t.Errorf("Fetch error %q does not name the repository", err)
 		}
-		if strings.Contains(renderings(err), token) {
+		if strings.Contains(redacttest.Renderings(err), token) {
 			t.Errorf("Fetch error quotes the token: %v", err)
 		}
 	}

@@ -2,49 +2,21 @@ package source
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"math/big"
 	"strings"
 	"testing"
+
+	"recond.dev/recond/internal/redact/redacttest"
 )
-
-// randomValue is a secret value no message can contain by chance.
-func randomValue(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 12)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "v" + hex.EncodeToString(b)
-}
-
-// randomDigits is a 30-digit number (outside int64) no message can contain
-// by chance.
-func randomDigits(t *testing.T) string {
-	t.Helper()
-	n, err := rand.Int(rand.Reader, new(big.Int).Exp(big.NewInt(10), big.NewInt(29), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "9" + fmt.Sprintf("%029s", n.String())
-}
-
-// renderings are every way an error is turned into text.
-func renderings(err error) string {
-	return err.Error() + fmt.Sprintf("\n%v\n%+v\n%#v\n%q", err, err, err, err)
-}
 
 // A Git author's typos in a Secret, a secretGenerator, or a value a
 // kustomize error would quote: the render fails naming the file, the object
 // and the key, and no rendering of the error holds the value, raw or
 // base64.
 func TestRenderErrorsNeverQuoteSecretValues(t *testing.T) {
-	v := randomValue(t)
-	digits := randomDigits(t)
+	v := redacttest.Value(t)
+	digits := redacttest.Digits(t)
 	secret := func(body string) string {
 		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n" + body
 	}
@@ -154,7 +126,7 @@ func TestRenderErrorsNeverQuoteSecretValues(t *testing.T) {
 			if !errors.As(err, &me) {
 				t.Errorf("error %v is not a *ManifestError", err)
 			}
-			text := renderings(err)
+			text := redacttest.Renderings(err)
 			for _, s := range tt.says {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error %q does not say %q", err, s)
@@ -176,7 +148,7 @@ func TestRenderErrorsNeverQuoteSecretValues(t *testing.T) {
 // says the file, the document, the line and the column, never the
 // parser's message; a document that holds no secret material keeps it.
 func TestParseErrorsAboutSecretMaterialSayWhereOnly(t *testing.T) {
-	core := "Xk9" + randomValue(t)
+	core := "Xk9" + redacttest.Value(t)
 	secret := func(value string) string {
 		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  user: app\n  password: " + value + "\n"
 	}
@@ -214,7 +186,7 @@ func TestParseErrorsAboutSecretMaterialSayWhereOnly(t *testing.T) {
 			if err == nil {
 				t.Fatal("Render succeeded, want an error")
 			}
-			if text := renderings(err); strings.Contains(text, core) || strings.Contains(text, core[1:]) {
+			if text := redacttest.Renderings(err); strings.Contains(text, core) || strings.Contains(text, core[1:]) {
 				t.Errorf("error quotes the value:\n%s", text)
 			}
 			for _, s := range tt.says {

@@ -48,6 +48,28 @@ func random(t testing.TB, n int) string {
 	return hex.EncodeToString(b)
 }
 
+// Value is a secret value no message can contain by chance.
+func Value(t testing.TB) string {
+	t.Helper()
+	return "v" + random(t, 12)
+}
+
+// Digits is a 30-digit number (outside int64) no message can contain by
+// chance.
+func Digits(t testing.TB) string {
+	t.Helper()
+	n, err := rand.Int(rand.Reader, new(big.Int).Exp(big.NewInt(10), big.NewInt(29), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "9" + fmt.Sprintf("%029s", n.String())
+}
+
+// Renderings are every way an error is turned into text.
+func Renderings(err error) string {
+	return err.Error() + fmt.Sprintf("\n%v\n%+v\n%#v\n%q", err, err, err, err)
+}
+
 // Shapes are the value shapes: letters and digits; with '-'; non-ASCII;
 // with quotes, a backslash and HTML's characters (escaped by JSON and
 // %q); multi-line key material; an integer (a float once Helm read it);

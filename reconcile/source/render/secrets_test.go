@@ -2,50 +2,23 @@ package render
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"testing"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"recond.dev/recond/internal/redact/redacttest"
 )
-
-// randomValue is a secret value no message can contain by chance.
-func randomValue(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 12)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "v" + hex.EncodeToString(b)
-}
-
-// randomDigits is a 30-digit number (outside int64) no message can contain
-// by chance.
-func randomDigits(t *testing.T) string {
-	t.Helper()
-	n, err := rand.Int(rand.Reader, new(big.Int).Exp(big.NewInt(10), big.NewInt(29), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "9" + fmt.Sprintf("%029s", n.String())
-}
-
-// renderings are every way an error is turned into text.
-func renderings(err error) string {
-	return err.Error() + fmt.Sprintf("\n%v\n%+v\n%#v\n%q", err, err, err, err)
-}
 
 // A document that is secret as a whole (what a decrypted SOPS file will
 // be) is marked before it is inspected: its numbers are reported without
 // their digits, and any error of the render loses its values.
 func TestMarkedDocumentIsSecretMaterial(t *testing.T) {
-	v := randomValue(t)
-	digits := randomDigits(t)
+	v := redacttest.Value(t)
+	digits := redacttest.Digits(t)
 	doc := "apiVersion: example.com/v1\nkind: Conf\nmetadata:\n  name: c\nspec:\n  token: " + v + "\n  pin: " + digits + "\n"
 	b := NewBudget(DefaultLimits)
 	b.secrets.MarkFile("conf.yaml")
@@ -53,13 +26,13 @@ func TestMarkedDocumentIsSecretMaterial(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "spec.pin: number") {
 		t.Fatalf("inspect error = %v, want spec.pin's number refused", err)
 	}
-	if strings.Contains(renderings(err), digits) {
+	if strings.Contains(redacttest.Renderings(err), digits) {
 		t.Errorf("error quotes the number of a secret document: %v", err)
 	}
 	// What another check would have said, quoting the document.
 	leaky := &ManifestError{File: "conf.yaml", Object: "Conf/c", Err: fmt.Errorf("spec.token: %q is not valid", v)}
 	safe := b.Safe(leaky)
-	if strings.Contains(renderings(safe), v) {
+	if strings.Contains(redacttest.Renderings(safe), v) {
 		t.Errorf("safe(%v) = %v, still quoting the value", leaky, safe)
 	}
 	var me *ManifestError
@@ -159,7 +132,7 @@ func TestSecretMaterialGathered(t *testing.T) {
 // The number check itself never quotes a Secret's value (whatever redact
 // does afterwards): data, stringData and annotations of a Secret.
 func TestNumberErrorHidesSecretValues(t *testing.T) {
-	digits := randomDigits(t)
+	digits := redacttest.Digits(t)
 	for _, doc := range []string{
 		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  pin: " + digits + "\n",
 		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  pin: " + digits + "\n",
@@ -172,7 +145,7 @@ func TestNumberErrorHidesSecretValues(t *testing.T) {
 			t.Errorf("inspect(%q) = %v, want the number refused without its digits", doc, err)
 			continue
 		}
-		if strings.Contains(renderings(err), digits) {
+		if strings.Contains(redacttest.Renderings(err), digits) {
 			t.Errorf("inspect(%q) = %v, quoting the value", doc, err)
 		}
 	}
@@ -182,7 +155,7 @@ func TestNumberErrorHidesSecretValues(t *testing.T) {
 // YAML indicator, copied by a template into a ConfigMap: the document
 // holds a value the render knows, and its parser error says where only.
 func TestParseErrorAboutADecryptedValue(t *testing.T) {
-	core := "Xk9" + randomValue(t)
+	core := "Xk9" + redacttest.Value(t)
 	for _, value := range []string{"*" + core, "!!int " + core, "!!float " + core} {
 		b := NewBudget(DefaultLimits)
 		b.secrets.AddGenerated(value) // as Decrypt adds a values file's
@@ -192,7 +165,7 @@ func TestParseErrorAboutADecryptedValue(t *testing.T) {
 			t.Fatalf("%s: decode succeeded", value)
 		}
 		err = b.Safe(err)
-		if text := renderings(err); strings.Contains(text, core) {
+		if text := redacttest.Renderings(err); strings.Contains(text, core) {
 			t.Errorf("%s: error quotes the value:\n%s", value, text)
 		}
 		if !strings.Contains(err.Error(), "app/templates/cm.yaml: document 1, line 6") {
