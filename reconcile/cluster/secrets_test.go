@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,21 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"recond.dev/recond/internal/redact/redacttest"
 )
 
 func secretWith(name string, data map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name}, "data": data,
 	}}
-}
-
-func random(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 12)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "v" + hex.EncodeToString(b)
 }
 
 // The API server's answer to a Secret it refuses, against the real
@@ -42,7 +33,7 @@ func TestSecretApplyErrorQuotesNoValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetGate(allowAll{})
-	v := random(t)
+	v := redacttest.Value(t)
 	for _, dryRun := range []bool{true, false} {
 		_, err = c.Apply(context.Background(), secretWith("db", map[string]any{"DB_PASSWORD: " + v: ""}), dryRun)
 		if err == nil {
@@ -136,7 +127,7 @@ func TestConcealedErrorsOfObjectsHoldingADecryptedValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := random(t)
+	v := redacttest.Value(t)
 	c.ConcealErrorsOf(fakeSensitive{v})
 	cm := secretWith("cm", map[string]any{v + " key": "x"}) // a key a ConfigMap may not hold, that is the value
 	cm.SetKind("ConfigMap")
