@@ -104,22 +104,31 @@ func (r *testRepo) tag(name, sha string, annotated bool) string {
 	return ref.Hash().String()
 }
 
-// gitHTTPServer serves the repositories under root over smart HTTP with
-// `git http-backend`. check, if not nil, may refuse a request by returning
-// an HTTP status.
-func gitHTTPServer(t *testing.T, root string, check func(*http.Request) int) *httptest.Server {
+// gitProgram is the path of one of git's own programs (git-http-backend,
+// git-upload-pack); the test is skipped, naming what it tries (what),
+// where git or the program is missing.
+func gitProgram(t *testing.T, name, what string) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed; skipping smart-HTTP tests")
+		t.Skip("git is not installed; skipping " + what + " tests")
 	}
 	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Skipf("git --exec-path: %v", err)
 	}
-	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		t.Skipf("git-http-backend: %v", err)
+	path := filepath.Join(strings.TrimSpace(string(out)), name)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s: %v", name, err)
 	}
+	return path
+}
+
+// gitHTTPServer serves the repositories under root over smart HTTP with
+// `git http-backend`. check, if not nil, may refuse a request by returning
+// an HTTP status.
+func gitHTTPServer(t *testing.T, root string, check func(*http.Request) int) *httptest.Server {
+	t.Helper()
+	backend := gitProgram(t, "git-http-backend", "smart-HTTP")
 	cgiHandler := &cgi.Handler{
 		Path:   backend,
 		Stderr: io.Discard, // "Not a git repository" and the like

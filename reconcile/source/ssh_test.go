@@ -55,17 +55,7 @@ type sshGitServer struct {
 
 func newSSHGitServer(t *testing.T, root string, allowed ssh.PublicKey) *sshGitServer {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed; skipping SSH tests")
-	}
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Skipf("git --exec-path: %v", err)
-	}
-	uploadPack := filepath.Join(strings.TrimSpace(string(out)), "git-upload-pack")
-	if _, err := os.Stat(uploadPack); err != nil {
-		t.Skipf("git-upload-pack: %v", err)
-	}
+	uploadPack := gitProgram(t, "git-upload-pack", "SSH")
 
 	hostSigner, _ := newSSHKey(t)
 	s := &sshGitServer{
