@@ -108,7 +108,7 @@ vet:
 # The packages whose concurrent tests (hack/race-tests: the loop, waves,
 # watches, render workers, `recond run`) run a second time with the race
 # detector; every test runs once without it.
-RACE_PKGS    := ./reconcile ./reconcile/source ./reconcile/source/git ./cmd/recond
+RACE_PKGS    := ./reconcile ./reconcile/heal ./reconcile/loop ./reconcile/wave ./reconcile/source ./reconcile/source/git ./cmd/recond
 FUZZTIME     ?= 10s
 
 ## test: vet, the vulnerability scan, every test against a real kube-apiserver, etcd and Git, the fault matrix, the
