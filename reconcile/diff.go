@@ -12,6 +12,7 @@ import (
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/diff"
 	"recond.dev/recond/reconcile/generated"
+	"recond.dev/recond/reconcile/optout"
 	"recond.dev/recond/reconcile/verdict"
 	"recond.dev/recond/reconcile/wave"
 )
@@ -109,13 +110,13 @@ func (t *tick) diff(ctx context.Context) error {
 		if c.Action == diff.Delete && !r.cfg.Prune {
 			continue
 		}
-		if c.Action == diff.Delete && c.Live.GetAnnotations()[AnnotationPrune] == "disabled" {
+		if c.Action == diff.Delete && optout.NeverPruned(c.Live) {
 			// Left Git, never to be deleted: orphaned by apply.
 			st.Orphans = append(st.Orphans, c.Live)
 			st.skip(c.Live, SkipPruneDisabled, nil)
 			continue
 		}
-		if c.Action == diff.Update && c.Desired.GetAnnotations()[AnnotationApply] == "create-only" {
+		if c.Action == diff.Update && optout.NeverUpdated(c.Desired) {
 			// Created when missing, never updated.
 			st.skip(c.Desired, SkipCreateOnly, nil)
 			continue

@@ -68,10 +68,25 @@ func Annotation(u *unstructured.Unstructured, key string) (string, bool) {
 	return v, ok
 }
 
-// Disabled reports whether u says recond.dev/reconcile: disabled.
+// Disabled reports whether u says recond.dev/reconcile: disabled: never
+// written, healed, replaced nor pruned.
 func Disabled(u *unstructured.Unstructured) bool {
 	v, _ := Annotation(u, keys.AnnotationReconcile)
 	return v == "disabled"
+}
+
+// NeverPruned reports whether u says recond.dev/prune: disabled: never
+// deleted (orphaned when it leaves Git).
+func NeverPruned(u *unstructured.Unstructured) bool {
+	v, _ := Annotation(u, keys.AnnotationPrune)
+	return v == "disabled"
+}
+
+// NeverUpdated reports whether u says recond.dev/apply: create-only: created
+// when missing, never updated.
+func NeverUpdated(u *unstructured.Unstructured) bool {
+	v, _ := Annotation(u, keys.AnnotationApply)
+	return v == "create-only"
 }
 
 // Check checks the opt-out annotations of a desired object and applies

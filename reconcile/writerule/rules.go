@@ -10,6 +10,7 @@ import (
 	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/keys"
+	"recond.dev/recond/reconcile/optout"
 )
 
 // Policy is what the rules know of the instance that writes.
@@ -218,14 +219,14 @@ func optOut(p Policy, w cluster.Write) string {
 		return ""
 	}
 	for _, u := range []*unstructured.Unstructured{w.Live, w.Object} {
-		if annotation(u, keys.AnnotationReconcile) == "disabled" {
+		if optout.Disabled(u) {
 			return "it is marked " + keys.AnnotationReconcile + ": disabled"
 		}
 	}
-	if w.Verb == cluster.VerbDelete && annotation(w.Live, keys.AnnotationPrune) == "disabled" {
+	if w.Verb == cluster.VerbDelete && optout.NeverPruned(w.Live) {
 		return "it is marked " + keys.AnnotationPrune + ": disabled"
 	}
-	if w.Purpose == cluster.PurposeApply && w.Live != nil && annotation(w.Object, keys.AnnotationApply) == "create-only" {
+	if w.Purpose == cluster.PurposeApply && w.Live != nil && optout.NeverUpdated(w.Object) {
 		return "it is marked " + keys.AnnotationApply + ": create-only and exists"
 	}
 	return ""
@@ -261,16 +262,6 @@ func DeletesClaims(u *unstructured.Unstructured) bool {
 	}
 	v, _, _ := unstructured.NestedString(u.Object, "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted")
 	return v == "Delete"
-}
-
-func annotation(u *unstructured.Unstructured, key string) string {
-	if u == nil {
-		return ""
-	}
-	m, _ := u.Object["metadata"].(map[string]any)
-	a, _ := m["annotations"].(map[string]any)
-	v, _ := a[key].(string)
-	return v
 }
 
 // Chain walks the owners of each object of held (the claims, and the
