@@ -25,6 +25,7 @@ type options struct {
 	namespace, name     string
 	interval            time.Duration
 	tickTimeout         time.Duration
+	startJitter         time.Duration // run only
 	kubeconfig          string
 	kubeQPS             float64
 	kubeBurst           int
@@ -65,8 +66,15 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.interval, "interval", 3*time.Minute, "time between ticks")
 	fs.DurationVar(&o.tickTimeout, "tick-timeout", 0, "time limit of one tick (default: --interval)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
-	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 200, "requests per second to the API server (client-side rate limit)")
-	fs.IntVar(&o.kubeBurst, "kube-api-burst", 400, "burst of requests to the API server above --kube-api-qps")
+	// The client-side limit guards the API server against a runaway
+	// process, not a fleet against its own first syncs: a process has at
+	// most --apply-concurrency writes (or dry runs) in flight, and the
+	// server's priority and fairness queues what a fleet sends, answering
+	// 429 with Retry-After, which client-go retries (docs/performance.md,
+	// "Client limits for a fleet"). Set so that a first sync of a few
+	// thousand objects is paced by the server's answers, not by the limit.
+	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 1000, "requests per second to the API server (client-side rate limit)")
+	fs.IntVar(&o.kubeBurst, "kube-api-burst", 2000, "burst of requests to the API server above --kube-api-qps")
 	fs.StringVar(&o.listen, "listen", ":8080", "address for /healthz and /readyz (run only); empty disables")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "auto, text or json (auto: text on a terminal, JSON otherwise)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -77,6 +85,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.healthRules, "health-rules", "", "YAML file of per-kind health rules (CEL expressions current, inProgress, failed), for kinds that do not follow kstatus conventions")
 	o.observe = "list" // sync and diff tick once: nothing to keep watching
 	if cmd == "run" {
+		fs.DurationVar(&o.startJitter, "start-jitter", 0, "wait a random time up to this long after starting, before campaigning for the Lease and the first tick, so that many processes started at once (a fleet's rollout, a node's restart) spread their first syncs (0: start at once; see docs/performance.md, \"Client limits for a fleet\")")
 		fs.StringVar(&o.observe, "observe", "watch", "how live objects are observed: watch (caches fed by watches; a change by someone else triggers a tick at once) or list (a LIST per kind at every tick; for RBAC without watch)")
 		o.watch.BindFlags(fs)
 		fs.StringVar(&o.syncTokenFile, "sync-token-file", "", "file holding the bearer token of POST /api/v1/sync (a tick now); the endpoint is off without it")
@@ -121,6 +130,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--interval must be positive")
 	case o.tickTimeout < 0:
 		return nil, errors.New("--tick-timeout must not be negative")
+	case o.startJitter < 0:
+		return nil, errors.New("--start-jitter must not be negative")
 	case !(o.kubeQPS > 0) || o.kubeBurst <= 0: // !(> 0) also refuses NaN
 		return nil, errors.New("--kube-api-qps and --kube-api-burst must be positive")
 	case o.observe != "watch" && o.observe != "list":

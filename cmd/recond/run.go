@@ -63,12 +63,15 @@ func (a *app) run(ctx context.Context) int {
 		})
 	}
 	code := 0
-	if a.elector != nil {
+	switch {
+	case !a.jitter(ctx):
+		// Stopped during the start-up jitter: nothing ran.
+	case a.elector != nil:
 		if err := a.elector.Run(ctx, a.observeRole, loop); err != nil {
 			a.log.Error("leader election: stopping so that a restart rejoins as standby", "error", err)
 			code = 1
 		}
-	} else {
+	default:
 		a.observeRole(leader.State{Leading: true})
 		loop(ctx)
 	}
@@ -85,4 +88,17 @@ func (a *app) run(ctx context.Context) int {
 func (a *app) observeRole(s leader.State) {
 	a.role.Store(&s)
 	a.metrics.SetLeader(s.Leading)
+}
+
+// jitter waits the start-up jitter (--start-jitter), after the endpoints
+// (the probes answer meanwhile) and before the Lease: a replacement
+// started now waits it, a standby already running (its own jitter long
+// past) takes over at once. False: ctx ended during the wait.
+func (a *app) jitter(ctx context.Context) bool {
+	d := startDelay(a.opts.startJitter, jitterFraction())
+	if d > 0 {
+		a.log.Info("start jitter: waiting before campaigning for the lease and ticking",
+			"delay", d.Round(time.Millisecond).String(), "start_jitter", a.opts.startJitter.String())
+	}
+	return waitToStart(ctx, d)
 }
