@@ -88,6 +88,8 @@ type Source struct {
 	// so that a commit that is bad in itself costs one fresh clone only.
 	mu               sync.Mutex
 	suspect, rebuilt string
+
+	refs localRefs // a local repository's refs read from its files (refs.go)
 }
 
 // New validates o and returns a Source. It does not touch the network or
@@ -196,7 +198,9 @@ func (s *Source) Fetch(ctx context.Context) (fetch.Revision, error) {
 	return rev, nil
 }
 
-func (s *Source) fetchLocal() (fetch.Revision, error) {
+// readLocal resolves the ref in the local repository with go-git (see
+// fetchLocal, which reads it only when the ref moved).
+func (s *Source) readLocal() (fetch.Revision, error) {
 	repo, err := s.open()
 	if err != nil {
 		return fetch.Revision{}, err
@@ -365,11 +369,7 @@ func (s *Source) Moved(ctx context.Context, rev fetch.Revision) (bool, error) {
 		tip = plumbing.NewHash(rev.SHA)
 	}
 	if s.kind == kindLocal {
-		now, err := s.fetchLocal()
-		if err != nil {
-			return false, WithReason(err)
-		}
-		return plumbing.NewHash(now.Tip) != tip, nil
+		return s.movedLocal(tip) // refs.go
 	}
 	auth, err := s.auth()
 	if err != nil {
