@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 
 	"recond.dev/recond/events"
 	"recond.dev/recond/internal/testenv"
@@ -41,7 +41,7 @@ func TestEventsReachTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := kubernetes.NewForConfigOrDie(events.ClientConfig(cp.Config))
+	client := eventsv1.NewForConfigOrDie(events.ClientConfig(cp.Config))
 	o, err := events.New(client, events.Options{Namespace: ns, Instance: "recond", ReportingInstance: "recond-7d9f-x2"})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestShutdownFlushesOneTick(t *testing.T) {
 	cp.Require(t)
 	ns := cp.Namespace(t)
 	ctx := context.Background()
-	o, err := events.New(kubernetes.NewForConfigOrDie(events.ClientConfig(cp.Config)),
+	o, err := events.New(eventsv1.NewForConfigOrDie(events.ClientConfig(cp.Config)),
 		events.Options{Namespace: ns, Instance: "recond", MaxObjectEvents: 10})
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	clientevents "k8s.io/client-go/tools/events"
 
@@ -104,9 +104,11 @@ type Observer struct {
 }
 
 // New starts a broadcaster that records to client's events.k8s.io/v1 API.
-// client should have a rate limit of its own (ClientConfig). Shutdown
+// client is the events.k8s.io/v1 client alone (typed/events/v1's
+// NewForConfig), not the clientset, which would link every API group's
+// client; it should have a rate limit of its own (ClientConfig). Shutdown
 // flushes and stops it.
-func New(client kubernetes.Interface, o Options) (*Observer, error) {
+func New(client eventsv1client.EventsV1Interface, o Options) (*Observer, error) {
 	if client == nil {
 		return nil, errors.New("events: no client")
 	}
@@ -124,7 +126,7 @@ func New(client kubernetes.Interface, o Options) (*Observer, error) {
 	}
 	o.ReportingInstance = Truncate(o.ReportingInstance, reportingInstanceLimit)
 
-	sink := &trackingSink{EventSink: &clientevents.EventSinkImpl{Interface: client.EventsV1()},
+	sink := &trackingSink{EventSink: &clientevents.EventSinkImpl{Interface: client},
 		reportingInstance: o.ReportingInstance, retrying: map[string]time.Time{}}
 	b := clientevents.NewBroadcaster(sink)
 	// client-go logs through the context's logr: recond's slog.

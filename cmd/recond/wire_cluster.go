@@ -8,8 +8,8 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -106,11 +106,13 @@ func (p *parts) addEvents(a *app) error {
 	if !o.events || o.rec.DryRun {
 		return nil
 	}
-	cs, err := kubernetes.NewForConfig(p.eventsCfg)
+	// The events.k8s.io/v1 client alone: the clientset would link every API
+	// group's client.
+	ec, err := eventsv1.NewForConfig(p.eventsCfg)
 	if err != nil {
 		return err
 	}
-	if a.events, err = events.New(cs, events.Options{Namespace: o.namespace, Instance: o.name, ReportingInstance: os.Getenv("POD_NAME"), Log: a.log, Recorded: a.metrics.EventRecorded}); err != nil {
+	if a.events, err = events.New(ec, events.Options{Namespace: o.namespace, Instance: o.name, ReportingInstance: os.Getenv("POD_NAME"), Log: a.log, Recorded: a.metrics.EventRecorded}); err != nil {
 		return err
 	}
 	p.observers = append(p.observers, a.events)
