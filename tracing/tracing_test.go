@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"recond.dev/recond/reconcile"
 )
@@ -56,6 +57,10 @@ func TestNewFromEnvironment(t *testing.T) {
 			defer p.Shutdown(context.Background())
 			if p.Enabled != tc.enabled || !strings.Contains(buf.String(), tc.logs) {
 				t.Errorf("enabled %v, log %q; want %v and %q", p.Enabled, buf.String(), tc.enabled, tc.logs)
+			}
+			// Tracing off is the no-op provider: no SDK provider, no exporter.
+			if _, isNoop := p.TracerProvider.(noop.TracerProvider); isNoop == tc.enabled {
+				t.Errorf("TracerProvider %T with enabled %v: off must be the no-op provider, on the SDK's", p.TracerProvider, tc.enabled)
 			}
 			if strings.Contains(buf.String(), "pw@") {
 				t.Errorf("endpoint credentials logged: %s", buf.String())
