@@ -293,7 +293,7 @@ func (s *Source) fetchRemote(ctx context.Context) (fetch.Revision, error) {
 	if err != nil {
 		return fetch.Revision{}, err
 	}
-	if c, err := peel(repo, h); err == nil {
+	if c, err := peelCached(s.cache, repo, h); err == nil {
 		return fetch.Revision{SHA: c.String(), Tip: h.String()}, nil // already cached: no fetch
 	}
 
