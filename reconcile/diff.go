@@ -45,18 +45,45 @@ func (t *tick) diff(ctx context.Context) error {
 		st.Counts.Skipped, st.Counts.Equivalent = len(q.skipped), len(q.equivalent)
 		return nil
 	}
-	t.prepareTypes(ctx)
+	// A full tick compares every object; an incremental one only those it
+	// read again, and takes the rest from the last tick (merge).
+	desired, live, byKey := st.Desired, st.Live, st.liveByKey
+	if d := st.delta; d != nil {
+		desired, live = d.desired, d.live
+		byKey = func() map[string]*unstructured.Unstructured { return d.byKey }
+	}
+	if err := t.compare(ctx, desired, live, byKey); err != nil {
+		return err
+	}
+	if d := st.delta; d != nil {
+		d.merge(st)
+	}
+	t.order()
+	st.Counts.Drifted = len(st.Changes)
+	st.Counts.Skipped = len(st.Skipped)
+	st.Counts.Terminating = len(st.Terminating)
+	st.Counts.Equivalent = len(st.Equivalent)
+	return nil
+}
+
+// compare is the diff of the objects desired and live (byKey indexes
+// live): every object of the tick, or those an incremental tick read
+// again. It appends what it finds to the tick's lists and sets its
+// changes.
+func (t *tick) compare(ctx context.Context, desiredAll, liveAll []*unstructured.Unstructured, byKey func() map[string]*unstructured.Unstructured) error {
+	r, st := t.r, t.st
+	t.prepareTypes(ctx, desiredAll)
 	opts := r.diffOptions()
 	opts.Sensitive = st.sensitive
 	r.mem.verdictsAt(st.Revision)
-	desired, live := t.unsettled()
-	desired, live = optOuts(st, desired, live)
+	desired, live := t.unsettled(desiredAll, liveAll, byKey())
+	desired, live = optOuts(st, desiredAll, liveAll, desired, live)
 	for _, m := range st.misspelt {
 		if r.mem.firstWarning(m) {
 			r.log.WarnContext(ctx, "opt-out annotation on a live object with a value recond does not know: ignored", "annotation", m)
 		}
 	}
-	desired = generated.Keep(desired, st.Generated, st.liveByKey(), objectKey)
+	desired = generated.Keep(desired, st.Generated, byKey(), objectKey)
 	all := diff.Objects(desired, live, opts)
 	var foreign []string
 	for _, c := range all {
@@ -141,24 +168,20 @@ func (t *tick) diff(ctx context.Context) error {
 		}
 	}
 	st.Changes = changes
-	st.Counts.Drifted = len(changes)
-	st.Counts.Skipped = len(st.Skipped)
-	st.Counts.Terminating = len(st.Terminating)
-	st.Counts.Equivalent = len(st.Equivalent)
 	return nil
 }
 
-// unsettled returns the desired and live objects still to compare: a pair
+// unsettled returns the desired and live objects still to compare (of
+// desiredAll and liveAll, byKey indexing the live ones): a pair
 // whose verdict is remembered (the same desired object against the same
 // live resourceVersion was found unchanged, or shown by the server to be
 // equivalent) is settled without comparing it again, so that a converged
 // tick costs O(changes). Server-equivalent ones are reported as such.
-func (t *tick) unsettled() (desired, live []*unstructured.Unstructured) {
+func (t *tick) unsettled(desiredAll, liveAll []*unstructured.Unstructured, byKey map[string]*unstructured.Unstructured) (desired, live []*unstructured.Unstructured) {
 	r, st := t.r, t.st
-	byKey := st.liveByKey()
 	settled := map[string]bool{}
-	desired = make([]*unstructured.Unstructured, 0, len(st.Desired))
-	for _, d := range st.Desired {
+	desired = make([]*unstructured.Unstructured, 0, len(desiredAll))
+	for _, d := range desiredAll {
 		k := objectKey(d)
 		l := byKey[k]
 		if l != nil && l.GetDeletionTimestamp() == nil && foreignOwner(l, r.cfg.Name) == "" {
@@ -175,10 +198,10 @@ func (t *tick) unsettled() (desired, live []*unstructured.Unstructured) {
 		desired = append(desired, d)
 	}
 	if len(settled) == 0 {
-		return desired, st.Live
+		return desired, liveAll
 	}
-	live = make([]*unstructured.Unstructured, 0, len(st.Live)-len(settled))
-	for _, l := range st.Live {
+	live = make([]*unstructured.Unstructured, 0, max(len(liveAll)-len(settled), 0))
+	for _, l := range liveAll {
 		if !settled[objectKey(l)] {
 			live = append(live, l)
 		}
@@ -195,15 +218,15 @@ func (r *Reconciler) diffOptions() diff.Options {
 	return o
 }
 
-// prepareTypes makes sure the field types of every desired kind are known
+// prepareTypes makes sure the field types of every kind of desired are known
 // (one schema fetch for a kind not seen before; none once warm). Without
 // them the diff falls back to rules by field name, and the server-side
 // equivalence check still keeps a gap from becoming a rewrite.
-func (t *tick) prepareTypes(ctx context.Context) {
-	r, st := t.r, t.st
+func (t *tick) prepareTypes(ctx context.Context, desired []*unstructured.Unstructured) {
+	r := t.r
 	seen := map[schema.GroupVersionKind]bool{}
 	var gvks []schema.GroupVersionKind
-	for _, d := range st.Desired {
+	for _, d := range desired {
 		if k := d.GroupVersionKind(); !seen[k] {
 			seen[k] = true
 			gvks = append(gvks, k)

@@ -27,12 +27,14 @@ var SkipReasons = optout.Reasons
 type Skip = optout.Skip
 
 // optOuts takes the objects recond.dev/reconcile: disabled (in Git or on
-// the live object) out of the comparison, desired and live alike: neither
+// the live object; of desiredAll and liveAll, the tick's objects or those
+// an incremental tick read again) out of the comparison, desired and live
+// alike: neither
 // written, healed nor pruned. It records them as skipped, with the objects
 // whose fields recond.dev/ignore-fields leaves out, and the live objects'
 // misspelt opt-outs.
-func optOuts(st *State, desired, live []*unstructured.Unstructured) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
-	sel := optout.Select(st.Desired, st.Live, st.Ignored, objectKey)
+func optOuts(st *State, desiredAll, liveAll, desired, live []*unstructured.Unstructured) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
+	sel := optout.Select(desiredAll, liveAll, st.Ignored, objectKey)
 	st.Skipped = append(st.Skipped, sel.Skipped...)
 	st.misspelt = append(st.misspelt, sel.Misspelt...)
 	return sel.Keep(desired), sel.Keep(live)

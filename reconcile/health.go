@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -40,9 +42,37 @@ func (t *tick) assessHealth(ctx context.Context) error {
 			attribute.Int("recond.objects.unhealthy", len(h.Objects)-h.Counts[health.Current]))
 		return nil
 	}
+	if d := st.delta; d != nil && t.assessDelta(ctx, now, timeout, d) {
+		return nil
+	}
 	live := st.liveByKey()
-	pruned := map[string]bool{}
-	wrote := map[string]bool{}
+	pruned, wrote := st.opKeys()
+	pass := &health.Pass{Now: now, Timeout: timeout, Rules: r.cfg.HealthRules, Revision: st.Revision, Written: lastWrite}
+	seen := make(map[string]bool, len(st.Desired))
+	h := &Health{Counts: make(map[health.Status]int, len(health.Statuses))}
+	r.mem.assess(func(progress *health.Progress) {
+		for _, d := range st.Desired {
+			k := objectKey(d)
+			if pruned[k] || seen[k] {
+				continue
+			}
+			seen[k] = true
+			if oh, ok := st.objectHealth(progress, pass, d, k, live[k], wrote[k]); ok {
+				h.Objects = append(h.Objects, oh)
+				h.Counts[oh.Status]++
+			}
+		}
+		progress.Keep(seen)
+	})
+	st.healthUntil = pass.Due
+	t.assessed(ctx, h)
+	return nil
+}
+
+// opKeys are the objects the tick's operations pruned and wrote, by
+// objectKey.
+func (st *State) opKeys() (pruned, wrote map[string]bool) {
+	pruned, wrote = map[string]bool{}, map[string]bool{}
 	for _, op := range st.Ops {
 		if op.Err != nil {
 			continue
@@ -54,51 +84,106 @@ func (t *tick) assessHealth(ctx context.Context) error {
 			wrote[k] = true
 		}
 	}
+	return pruned, wrote
+}
+
+// objectHealth is the health of the desired object d (key k): of what the
+// tick wrote of it, else of what observe saw (observed, nil when it does
+// not exist); ok is false for an object left out of the assessment (taken
+// out of recond's hands and not there).
+func (st *State) objectHealth(progress *health.Progress, pass *health.Pass, d *unstructured.Unstructured, k string, observed *unstructured.Unstructured, wrote bool) (ObjectHealth, bool) {
+	obj := st.written[k]
+	if obj == nil {
+		obj = observed
+	}
+	if obj == nil && optout.Disabled(d) {
+		// Taken out of recond's hands and not there: not recond's to
+		// miss (one that is there is assessed like any other).
+		return ObjectHealth{}, false
+	}
+	if obj == nil {
+		// Desired and not there: a write the server refused, one the
+		// tick never reached, a dry run. Not healthy, whatever the rest.
+		progress.Forget(k)
+		return ObjectHealth{
+			Ref:    ObjectRef{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Name: d.GetName()},
+			Status: health.Missing, Message: "desired, and not in the cluster",
+		}, true
+	}
+	f := progress.Assess(pass, k, obj, wrote)
+	return ObjectHealth{
+		Ref: ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID(),
+			ResourceVersion: obj.GetResourceVersion()},
+		Status: f.Status, Message: f.Message, Since: f.Since,
+		Revision: f.Written.Revision, Changed: f.Written.Changed,
+	}, true
+}
+
+// assessDelta is the health phase of an incremental tick: the last tick's
+// assessment, with the objects read again (and written) assessed anew.
+// It reports false, having changed nothing, when the full assessment is
+// needed: no assessment to build on, an object in progress then (a
+// progress deadline may pass without any change), or an object that
+// enters or leaves the assessment.
+func (t *tick) assessDelta(ctx context.Context, now time.Time, timeout time.Duration, d *deltaTick) bool {
+	r, st := t.r, t.st
+	b := d.base
+	if b.health == nil || b.healthIdx == nil || !b.healthUntil.IsZero() {
+		return false
+	}
+	pruned, wrote := st.opKeys()
 	pass := &health.Pass{Now: now, Timeout: timeout, Rules: r.cfg.HealthRules, Revision: st.Revision, Written: lastWrite}
-	seen := make(map[string]bool, len(st.Desired))
-	h := &Health{Counts: make(map[health.Status]int, len(health.Statuses))}
-	statuses := make([]health.Status, 0, len(st.Desired))
+	h := &Health{Objects: slices.Clone(b.health.Objects), Counts: maps.Clone(b.health.Counts)}
+	if h.Counts == nil {
+		h.Counts = map[health.Status]int{}
+	}
+	ok := true
 	r.mem.assess(func(progress *health.Progress) {
-		for _, d := range st.Desired {
-			k := objectKey(d)
-			obj := st.written[k]
-			if obj == nil {
-				obj = live[k]
-			}
-			if pruned[k] || seen[k] {
+		for _, dd := range d.desired {
+			k := objectKey(dd)
+			i, was := b.healthIdx[k]
+			if pruned[k] {
+				ok = ok && !was
 				continue
 			}
-			seen[k] = true
-			if obj == nil && optout.Disabled(d) {
-				// Taken out of recond's hands and not there: not recond's to
-				// miss (one that is there is assessed like any other).
+			oh, is := st.objectHealth(progress, pass, dd, k, d.byKey[k], wrote[k])
+			if was != is {
+				ok = false
 				continue
 			}
-			if obj == nil {
-				// Desired and not there: a write the server refused, one the
-				// tick never reached, a dry run. Not healthy, whatever the rest.
-				h.Objects = append(h.Objects, ObjectHealth{
-					Ref:    ObjectRef{APIVersion: d.GetAPIVersion(), Kind: d.GetKind(), Name: d.GetName()},
-					Status: health.Missing, Message: "desired, and not in the cluster",
-				})
-				h.Counts[health.Missing]++
-				statuses = append(statuses, health.Missing)
-				progress.Forget(k)
+			if !is {
 				continue
 			}
-			f := progress.Assess(pass, k, obj, wrote[k])
-			h.Objects = append(h.Objects, ObjectHealth{
-				Ref: ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID(),
-					ResourceVersion: obj.GetResourceVersion()},
-				Status: f.Status, Message: f.Message, Since: f.Since,
-				Revision: f.Written.Revision, Changed: f.Written.Changed,
-			})
-			h.Counts[f.Status]++
-			statuses = append(statuses, f.Status)
+			h.Counts[h.Objects[i].Status]--
+			h.Objects[i] = oh
+			h.Counts[oh.Status]++
 		}
-		progress.Keep(seen)
 	})
+	if !ok {
+		// The full assessment assesses those objects again at the same
+		// time, from the progress recorded now: it finds the same.
+		return false
+	}
+	for s, n := range h.Counts {
+		if n == 0 {
+			delete(h.Counts, s)
+		}
+	}
+	d.incrementalHealth = true
 	st.healthUntil = pass.Due
+	t.assessed(ctx, h)
+	return true
+}
+
+// assessed ends the health phase with h, its objects and counts known.
+func (t *tick) assessed(ctx context.Context, h *Health) {
+	r, st := t.r, t.st
+	statuses := make([]health.Status, 0, len(h.Counts))
+	for s, n := range h.Counts {
+		if n > 0 {
+			statuses = append(statuses, s)
+		}
+	}
 	h.Status = health.Of(statuses)
 	st.Health = h
 	// Healthy at a revision counts only once it was applied in full (the
@@ -113,7 +198,6 @@ func (t *tick) assessHealth(ctx context.Context) error {
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("recond.health", string(h.Status)),
 		attribute.Int("recond.objects.assessed", len(h.Objects)),
 		attribute.Int("recond.objects.unhealthy", len(h.Objects)-h.Counts[health.Current]))
-	return nil
 }
 
 // lastWrite is what obj's metadata says of recond's last write of it: the

@@ -44,6 +44,12 @@ type memory struct {
 	// quiet is what the last full tick that found nothing to do leaves for
 	// the next ones (observe_quiet.go).
 	quiet *quietMemo
+	// delta is what the last tick leaves for an incremental one
+	// (observe_delta.go), index the index of the render it worked with;
+	// deltaTicks counts the incremental ticks.
+	delta      *deltaMemo
+	index      *desiredIndex
+	deltaTicks int64
 	// verdicts are what the server showed equivalent, and the creates a
 	// dry run accepted.
 	verdicts verdict.Book
@@ -184,6 +190,57 @@ func (m *memory) setQuiet(q *quietMemo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.quiet = q
+}
+
+// takeDelta returns the memo an incremental tick may build on, and drops
+// it: the tick changes it as it goes, and leaves a new one only if it
+// succeeds (keepDelta).
+func (m *memory) takeDelta() *deltaMemo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.delta
+	m.delta = nil
+	return d
+}
+
+// peekDelta is the memo, left in place.
+func (m *memory) peekDelta() *deltaMemo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.delta
+}
+
+// setDelta replaces the memo (nil drops it); incremental counts a tick
+// that was one.
+func (m *memory) setDelta(d *deltaMemo, incremental bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.delta = d
+	if incremental {
+		m.deltaTicks++
+	}
+}
+
+// incrementalTicks is how many ticks were incremental.
+func (m *memory) incrementalTicks() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.deltaTicks
+}
+
+// indexOf returns the index of desired, made once per render.
+func (m *memory) indexOf(desired []*unstructured.Unstructured) *desiredIndex {
+	m.mu.Lock()
+	ix := m.index
+	m.mu.Unlock()
+	if ix != nil && sameSlice(ix.desired, desired) {
+		return ix
+	}
+	ix = newDesiredIndex(desired)
+	m.mu.Lock()
+	m.index = ix
+	m.mu.Unlock()
+	return ix
 }
 
 // verdictsAt starts a tick at revision rev (verdict.Book.At).

@@ -36,6 +36,13 @@ func (t *tick) observe(ctx context.Context) error {
 		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("recond.tick.quiet", true))
 		return nil
 	}
+	if d := t.deltaFor(ctx, inv.Kinds); d != nil {
+		// Only the objects the watches saw change since the last tick, and
+		// those it wrote, are read again (observe_delta.go).
+		st.delta, st.Live = d, d.base.live
+		spanDelta(ctx, d)
+		return nil
+	}
 	var kinds []schema.GroupVersionKind
 	seenKind := map[schema.GroupKind]bool{}
 	addKind := func(k schema.GroupVersionKind) {
@@ -51,6 +58,10 @@ func (t *tick) observe(ctx context.Context) error {
 	// server serves now: the one recorded may have been retired.
 	for _, k := range inv.Kinds {
 		addKind(schema.GroupVersionKind{Group: k.Group, Kind: k.Kind})
+	}
+	st.listed = make(map[schema.GroupKind]schema.GroupVersionKind, len(kinds))
+	for _, k := range kinds {
+		st.listed[k.GroupKind()] = k
 	}
 	selector := ownerSelector(r.cfg.Name)
 	found := map[string]bool{}

@@ -108,7 +108,11 @@ type State struct {
 	// (quiet.go); gen and genOK the watch cache's generation when observe
 	// began; healthUntil when the health assessment may change without
 	// any object changing (zero: never).
-	quiet       *quietMemo
+	quiet *quietMemo
+	// delta is what an incremental tick works on (observe_delta.go);
+	// listed the kinds observe listed (or, incremental, the memo's).
+	delta       *deltaTick
+	listed      map[schema.GroupKind]schema.GroupVersionKind
 	gen         uint64
 	genOK       bool
 	healthUntil time.Time

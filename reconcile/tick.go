@@ -173,6 +173,7 @@ func (r *Reconciler) runTick(ctx context.Context, why Trigger, planOnly bool) *R
 	res.Quiet = st.quiet != nil
 	if !planOnly {
 		t.keepQuiet(res)
+		t.keepDelta(res)
 	}
 	res.Duration = time.Since(res.Start)
 	switch {

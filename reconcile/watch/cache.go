@@ -130,8 +130,10 @@ type Cache struct {
 	// its own.
 	own ownDeletes
 	// gen counts what changed the stores: every object added, changed or
-	// deleted, every informer started (Generation).
-	gen atomic.Uint64
+	// deleted, every informer started (Generation); journal names what
+	// moved it (Changes). Both move together, under journal.mu (bump).
+	gen     atomic.Uint64
+	journal journal
 }
 
 type informerKey struct {

@@ -30,6 +30,12 @@
 // unreachable) does not vouch for its store: Generation says so, and List
 // and Get ask the API server.
 //
+// Every change of a store (an add, update or delete, recond's own
+// included) moves Generation and is journalled by name: Changes names the
+// objects changed since a generation, and Object reads one of them from
+// its store, so that a tick the watches ask for can read again what
+// changed, not everything (reconcile's incremental tick).
+//
 // Updates and deletes by anyone but recond are handed to Options.OnEvent
 // (an update whose only managedFields change is in recond's entries is
 // recond's own; so are the delete of an object recond said it was

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -82,8 +83,8 @@ func (c *Cache) start(key informerKey, m *meta.RESTMapping, prev *kindInformer) 
 		}
 		c.log.Warn("watch failed", "kind", key.gvk.String(), "selector", key.selector, "error", err)
 	})
-	_, _ = k.inf.AddEventHandler(c.handler(key.gvk.Kind))
-	c.gen.Add(1)
+	_, _ = k.inf.AddEventHandler(c.handler(key.gvk.GroupKind()))
+	c.bump(key.gvk.GroupKind(), nil)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -308,33 +309,35 @@ type pending struct {
 // handler hands the informer's updates and deletes to dispatch without
 // blocking it; adds are not drift (recond created the object, or someone
 // gave it recond's labels) and make no event.
-func (c *Cache) handler(kind string) cache.ResourceEventHandler {
-	send := c.send
+func (c *Cache) handler(gk schema.GroupKind) cache.ResourceEventHandler {
+	send, kind := c.send, gk.Kind
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { c.gen.Add(1) },
+		AddFunc: func(obj any) {
+			u, _ := obj.(*unstructured.Unstructured)
+			c.bump(gk, u)
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*unstructured.Unstructured)
 			n, ok2 := newObj.(*unstructured.Unstructured)
 			if !ok1 || !ok2 || o.GetResourceVersion() == n.GetResourceVersion() {
 				return // a relist's unchanged object
 			}
-			c.gen.Add(1)
+			c.bump(gk, n)
 			if c.opts.OnEvent == nil {
 				return
 			}
 			send(pending{kind: kind, old: o, new: n, at: time.Now()})
 		},
 		DeleteFunc: func(obj any) {
-			c.gen.Add(1)
-			if c.opts.OnEvent == nil {
-				return
-			}
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				send(pending{kind: kind, new: u, at: time.Now()})
+			u, _ := obj.(*unstructured.Unstructured)
+			c.bump(gk, u)
+			if c.opts.OnEvent == nil || u == nil {
+				return
 			}
+			send(pending{kind: kind, new: u, at: time.Now()})
 		},
 	}
 }
