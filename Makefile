@@ -41,9 +41,11 @@ export K8S_VERSION ETCD_VERSION
 
 all: build
 
-## build: the recond binary, in bin/recond
+## build: the recond binary and its render binary, of one build, in bin/recond and bin/recond-render (recond finds
+## the render binary beside itself)
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/recond ./cmd/recond
+	@mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/ ./cmd/recond ./cmd/recond-render
 
 ## control-plane: kube-apiserver and etcd, built once into $(KUBEBUILDER_ASSETS)
 control-plane:

@@ -58,10 +58,7 @@ func TestCharts(t *testing.T) {
 	if err != nil {
 		t.Skipf("%v (make bench builds it)", err)
 	}
-	bin := filepath.Join(t.TempDir(), "recond")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/recond").CombinedOutput(); err != nil {
-		t.Fatalf("build recond: %v\n%s", err, out)
-	}
+	bin := buildRecond(t)
 	repo := testenv.NewRepo(t)
 	repo.Commit("corpus", testenv.ReadFiles(t, corpusDir))
 
@@ -75,7 +72,7 @@ func TestCharts(t *testing.T) {
 			continue
 		}
 		name := e.Name()
-		src, err := source.New(source.Config{URL: repo.Dir, Path: name, Worker: &source.Worker{Path: bin},
+		src, err := source.New(source.Config{URL: repo.Dir, Path: name, Worker: &source.Worker{Path: renderBinary(bin)},
 			Helm: source.Helm{HelmOptions: source.HelmOptions{Release: "bench", Values: corpusValues[name]}, Namespace: "bench",
 				Seed: func(context.Context) ([]byte, error) { return []byte("bench-seed"), nil }}})
 		if err != nil {
@@ -130,15 +127,12 @@ func TestCharts(t *testing.T) {
 	defer func() { _ = cp.Stop() }()
 	kubeconfig := cp.WriteKubeConfig(t)
 	syncRSS := map[string]uint64{}
-	for _, mode := range []string{"worker", "in-process"} {
+	for _, mode := range []string{"worker"} {
 		ns := cp.Namespace(t)
 		args := []string{"sync", "--repo", repo.Dir, "--path", largest.Name, "--namespace", ns, "--kubeconfig", kubeconfig,
 			"--leader-elect=false", "--log-format", "json", "--cache-dir", t.TempDir(), "--tick-timeout", "2m"}
 		for _, v := range corpusValues[largest.Name] {
 			args = append(args, "--helm-values", v)
-		}
-		if mode == "in-process" {
-			args = append(args, "--render-in-process")
 		}
 		// A chart may hold kinds recond refuses (cluster-scoped ones):
 		// the render, which the figure is about, happened all the same.
@@ -238,8 +232,8 @@ func renderCharts(runs []chartRun, largest, held chartRun, syncRSS map[string]ui
 	}
 	fmt.Fprintln(&b, "")
 	fmt.Fprintf(&b, "The chart with the most objects, %s (%d objects): peak RSS of `recond sync` %s rendering it in its\n", largest.Name, largest.Objects, fmtMiB(syncRSS["worker"]))
-	fmt.Fprintf(&b, "render worker (the default; the worker's own memory is bounded by `--render-max-memory`), %s with\n", fmtMiB(syncRSS["in-process"]))
-	fmt.Fprintf(&b, "`--render-in-process`. `recond run` holding %s (%d objects, the largest chart of the corpus with only\n", held.Name, held.Objects)
+	fmt.Fprintf(&b, "render binary (the render binary's own memory is bounded by `--render-max-memory`). `recond run` holding %s\n", held.Name)
+	fmt.Fprintf(&b, "(%d objects, the largest chart of the corpus with only\n", held.Objects)
 	fmt.Fprintln(&b, "namespaced objects; `--interval 1s`, a namespace of its own): the first tick")
 	fmt.Fprintf(&b, "%s (read %s, outcome %s); the converged ticks after it: median %s (read %s, the render\n",
 		field(first, "duration"), field(first, "read"), field(first, "outcome"), median(converged).Round(100*time.Microsecond), median(reads).Round(100*time.Microsecond))

@@ -27,6 +27,7 @@ import (
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/source/renderer"
 )
 
 var (
@@ -172,7 +173,7 @@ func runRecond(t *testing.T, cp *testenv.ControlPlane, n int, mode string) run {
 
 	heap0 := liveHeap()
 	began := time.Now()
-	src, err := source.New(source.Config{URL: repo.URL(), Path: ".", CacheDir: t.TempDir()})
+	src, err := source.New(source.Config{Renderer: renderer.InProcess{}, URL: repo.URL(), Path: ".", CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

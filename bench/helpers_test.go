@@ -28,11 +28,17 @@ func goBuild(t *testing.T, name, pkg string) string {
 	return bin
 }
 
-// buildRecond builds the recond binary as the Makefile does (stripped,
-// trimmed) into a temporary directory and returns its path.
+// buildRecond builds the recond binary and its render binary beside it as
+// the Makefile does (stripped, trimmed) into a temporary directory and
+// returns recond's path.
 func buildRecond(t *testing.T) string {
 	t.Helper()
-	return goBuild(t, "recond", "../cmd/recond")
+	bin := goBuild(t, "recond", "../cmd/recond")
+	render := filepath.Join(filepath.Dir(bin), "recond-render")
+	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", render, "../cmd/recond-render").CombinedOutput(); err != nil {
+		t.Fatalf("build recond-render: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // buildFluxFleet builds bench/internal/fluxfleet as buildRecond builds
@@ -41,3 +47,6 @@ func buildFluxFleet(t *testing.T) string {
 	t.Helper()
 	return goBuild(t, "fluxfleet", "./internal/fluxfleet")
 }
+
+// renderBinary is the render binary buildRecond built beside recond (bin).
+func renderBinary(bin string) string { return filepath.Join(filepath.Dir(bin), "recond-render") }

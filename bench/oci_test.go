@@ -40,7 +40,7 @@ func TestOCI(t *testing.T) {
 	measure := func(name string, cfg source.Config) {
 		var pulls, renders []time.Duration
 		for range 5 {
-			cfg.CacheDir, cfg.Path, cfg.Worker = t.TempDir(), "deploy", &source.Worker{Path: bin}
+			cfg.CacheDir, cfg.Path, cfg.Worker = t.TempDir(), "deploy", &source.Worker{Path: renderBinary(bin)}
 			src, err := source.New(cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -45,7 +45,7 @@ func TestSOPS(t *testing.T) {
 
 	renders := map[string]time.Duration{}
 	for _, dir := range []string{"plain", "sops"} {
-		src, err := source.New(source.Config{URL: repo.Dir, Path: dir, Worker: &source.Worker{Path: bin}, SOPSAgeKeysFile: keys})
+		src, err := source.New(source.Config{URL: repo.Dir, Path: dir, Worker: &source.Worker{Path: renderBinary(bin)}, SOPSAgeKeysFile: keys})
 		if err != nil {
 			t.Fatal(err)
 		}

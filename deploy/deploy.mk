@@ -29,10 +29,10 @@ image:
 		echo "$(DOCKER) build --build-arg VERSION=$(VERSION) -t $(IMAGE) ."; \
 		$(DOCKER) build --build-arg VERSION=$(VERSION) -t $(IMAGE) . ; \
 	else \
-		echo "image: no Docker engine reachable ($(DOCKER) info failed): building the image's binary with the Dockerfile's flags into bin/image/recond instead"; \
-		echo "CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags \"-s -w -X main.version=$(VERSION)\" -o bin/image/recond ./cmd/recond"; \
-		CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/recond ./cmd/recond && \
-		$(GO) run ./deploy/checkstatic bin/image/recond && bin/image/recond version; \
+		echo "image: no Docker engine reachable ($(DOCKER) info failed): building the image's binaries with the Dockerfile's flags into bin/image/ instead"; \
+		echo "CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags \"-s -w -X main.version=$(VERSION)\" -o bin/image/ ./cmd/recond ./cmd/recond-render"; \
+		mkdir -p bin/image && CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/ ./cmd/recond ./cmd/recond-render && \
+		$(GO) run ./deploy/checkstatic bin/image/recond bin/image/recond-render && bin/image/recond version && bin/image/recond-render version; \
 	fi
 
 # deploy/monitoring/dashboards.yaml, from the same source as dashboards/*.json

@@ -29,6 +29,7 @@ import (
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/source/renderer"
 )
 
 // cp is the control plane the package's tests share.
@@ -242,7 +243,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // self-heal on, talking to the API server with cfg.
 func newReconciler(t testing.TB, cfg *rest.Config, ns string, repo *testenv.Repo) *reconcile.Reconciler {
 	t.Helper()
-	src, err := source.New(source.Config{URL: repo.URL(), Path: ".", CacheDir: t.TempDir()})
+	src, err := source.New(source.Config{Renderer: renderer.InProcess{}, URL: repo.URL(), Path: ".", CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

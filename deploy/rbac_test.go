@@ -304,7 +304,7 @@ func TestEventsRBACIsCreateAndPatchOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := events.New(cs, events.Options{Namespace: ns, Instance: "recond"})
+	o, err := events.New(cs.EventsV1(), events.Options{Namespace: ns, Instance: "recond"})
 	if err != nil {
 		t.Fatal(err)
 	}

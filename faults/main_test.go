@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 			}
 			defer os.RemoveAll(dir)
 			recondBin = filepath.Join(dir, "recond")
-			build := exec.Command("go", "build", "-o", recondBin, "recond.dev/recond/cmd/recond")
+			// recond and, beside it, its render binary.
+			build := exec.Command("go", "build", "-o", dir+"/", "recond.dev/recond/cmd/recond", "recond.dev/recond/cmd/recond-render")
 			build.Stdout, build.Stderr = os.Stderr, os.Stderr
 			if err := build.Run(); err != nil {
 				fmt.Fprintln(os.Stderr, "build recond:", err)

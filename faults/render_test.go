@@ -135,8 +135,7 @@ func TestFaultManifestRunawayRenderSuperseded(t *testing.T) {
 }
 
 // TestRenderCost measures, on the binary, what rendering a revision costs
-// with kustomize in a worker process (the default) and in recond's process
-// (--render-in-process): the read phase of the tick that renders each of 6
+// in the render binary, a process of its own: the read phase of the tick that renders each of 6
 // revisions of a 500-object overlay (the tick lines' read=), and recond's
 // resident memory (VmRSS, VmHWM) after them. Not part of make test:
 //
@@ -161,7 +160,7 @@ func TestRenderCost(t *testing.T) {
 	for _, mode := range []struct {
 		name  string
 		flags []string
-	}{{"worker", nil}, {"in-process", []string{"--render-in-process"}}} {
+	}{{"worker", nil}} {
 		t.Run(mode.name, func(t *testing.T) {
 			repo := testenv.NewRepo(t)
 			repo.Commit("r0", overlay(0))

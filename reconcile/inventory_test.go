@@ -18,6 +18,7 @@ import (
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/source/renderer"
 )
 
 // capturedLog is a log sink the loop's goroutines may write to.
@@ -31,7 +32,7 @@ func (l *capturedLog) count(s string) int { return strings.Count(l.String(), s) 
 func (h *harness) logged() *capturedLog {
 	h.t.Helper()
 	buf := &capturedLog{}
-	src, err := source.New(source.Config{URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir()})
+	src, err := source.New(source.Config{Renderer: renderer.InProcess{}, URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir()})
 	if err != nil {
 		h.t.Fatal(err)
 	}

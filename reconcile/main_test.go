@@ -16,6 +16,7 @@ import (
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/source/renderer"
 )
 
 // cp is the control plane the package's tests share; each test has its own
@@ -67,7 +68,7 @@ func (h *harness) reconciler() *reconcile.Reconciler {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	scfg := source.Config{URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir(), SOPSAgeKeysFile: h.sopsKeys}
+	scfg := source.Config{Renderer: renderer.InProcess{}, URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir(), SOPSAgeKeysFile: h.sopsKeys}
 	if h.helm != nil {
 		seed := reconcile.SeedPrefix + h.cfg.Name
 		scfg.Helm = source.Helm{HelmOptions: *h.helm, Namespace: h.ns, Capabilities: kube.Capabilities,

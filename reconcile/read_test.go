@@ -14,6 +14,7 @@ import (
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/source/renderer"
 	"recond.dev/recond/tracing"
 )
 
@@ -36,7 +37,7 @@ func TestRenderOncePerRevision(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	src, err := source.New(source.Config{URL: h.url, Path: h.cfg.Path, CacheDir: t.TempDir()})
+	src, err := source.New(source.Config{Renderer: renderer.InProcess{}, URL: h.url, Path: h.cfg.Path, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/source/renderer"
 )
 
 // pgpKey makes an OpenPGP key pair (Ed25519, which is quick to generate).
@@ -63,7 +64,7 @@ func signedCommit(t *testing.T, dir string, key *openpgp.Entity, files map[strin
 // verifyingReconciler is harness.reconciler with --verify-commits on.
 func (h *harness) verifyingReconciler(keysFile string) {
 	h.t.Helper()
-	src, err := source.New(source.Config{URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir(), VerifyCommits: true, TrustedKeysFile: keysFile})
+	src, err := source.New(source.Config{Renderer: renderer.InProcess{}, URL: h.url, Path: h.cfg.Path, CacheDir: h.t.TempDir(), VerifyCommits: true, TrustedKeysFile: keysFile})
 	if err != nil {
 		h.t.Fatal(err)
 	}

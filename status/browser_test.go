@@ -28,6 +28,7 @@ import (
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
 	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/source/renderer"
 	"recond.dev/recond/status"
 	"recond.dev/recond/tracing"
 )
@@ -112,7 +113,7 @@ func TestBrowser(t *testing.T) {
 	ctx := browser(t)
 	ns := cp.Namespace(t)
 	repo := testenv.NewRepo(t)
-	src, err := source.New(source.Config{URL: repo.URL(), Path: ".", CacheDir: t.TempDir()})
+	src, err := source.New(source.Config{Renderer: renderer.InProcess{}, URL: repo.URL(), Path: ".", CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

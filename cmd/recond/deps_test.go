@@ -15,6 +15,20 @@ const daemonPkg = "recond.dev/recond/cmd/recond"
 // and every package under it.
 var forbidden = []struct{ pkg, why string }{
 	{"k8s.io/client-go/kubernetes", "the clientset makes a typed client for every API group; use the one group's typed client (typed/events/v1, typed/coordination/v1)"},
+	// The renderers live in the render binary (cmd/recond-render), which
+	// recond starts for every render: the daemon maps only the loop.
+	{"recond.dev/recond/reconcile/source/render", "the renderers' common part (sealed file system, plain reader, SOPS by role): the render binary's"},
+	{"recond.dev/recond/reconcile/source/renderer", "the render binary's side of the pipe"},
+	{"recond.dev/recond/reconcile/source/helm", "Helm's chart renderer: the render binary's"},
+	{"recond.dev/recond/reconcile/source/kustomize", "kustomize: the render binary's"},
+	{"recond.dev/recond/reconcile/source/sops", "SOPS decryption: the render binary's"},
+	{"helm.sh/helm/v4/...", "Helm: the render binary's"},
+	{"sigs.k8s.io/kustomize/...", "kustomize and kyaml: the render binary's"},
+	{"filippo.io/age/...", "age, SOPS's keys: the render binary's"},
+	// Any use of a template package switches off the linker's dead-method
+	// elimination for the whole binary.
+	{"text/template", "switches off the linker's dead-method elimination (the status page writes its HTML in Go)"},
+	{"html/template", "switches off the linker's dead-method elimination (the status page writes its HTML in Go)"},
 }
 
 // tolerated are the packages outside recond through which a forbidden
@@ -26,7 +40,6 @@ var tolerated = []struct{ via, pkg, why string }{
 	{"k8s.io/client-go/tools/events", "k8s.io/client-go/kubernetes", "only NewEventBroadcasterAdapter takes the clientset; recond's Events use NewBroadcaster with the events/v1 client"},
 	{"k8s.io/client-go/tools/leaderelection", "k8s.io/client-go/kubernetes", "only the lease candidate of coordinated leader election (leasecandidate.go, with its informers) takes the clientset; recond's elector does not use it"},
 	{"k8s.io/client-go/tools/leaderelection/resourcelock", "k8s.io/client-go/kubernetes", "only resourcelock.New names the clientset's interfaces; recond builds its lock from the coordination/v1 client"},
-	{"helm.sh/helm/v4/internal/version", "k8s.io/client-go/kubernetes", "a blank import, so that client-go's version is in Helm's build info; nothing of it is called"},
 }
 
 // matches reports whether the import path dep is the forbidden row pkg.

@@ -10,8 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"recond.dev/recond/reconcile/source"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -39,8 +37,6 @@ environment as RECOND_<FLAG>, upper case, dashes as underscores
 `
 
 func main() {
-	// A render worker (recond re-executed by itself) renders and exits.
-	source.RunWorkerIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		// After the first signal, the default action again: a second one

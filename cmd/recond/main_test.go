@@ -14,15 +14,19 @@ import (
 	"time"
 
 	"recond.dev/recond/internal/testenv"
-	"recond.dev/recond/reconcile/source"
+	"recond.dev/recond/reconcile/source/renderer"
 )
 
 var cp *testenv.ControlPlane
 
-// TestMain lets the test binary serve as the render worker of the runs it
-// starts (recond re-executes its own binary, here the test binary).
+// TestMain lets the test binary serve as the render binary of the runs it
+// starts (recond starts its render binary, here the test binary, which
+// answers with recond's own build).
 func TestMain(m *testing.M) {
-	source.RunWorkerIfAsked()
+	renderer.RunIfAsked(version)
+	if exe, err := os.Executable(); err == nil {
+		os.Setenv("RECOND_RENDER_BINARY", exe)
+	}
 	os.Exit(testenv.RunTests(m, &cp))
 }
 

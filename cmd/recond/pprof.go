@@ -16,8 +16,7 @@ import (
 
 func init() {
 	addr := os.Getenv("RECOND_PPROF_ADDR")
-	// Not in the render worker (the same binary, re-executed).
-	if addr == "" || os.Getenv("_RECOND_RENDER_WORKER") != "" {
+	if addr == "" {
 		return
 	}
 	go func() { _ = http.ListenAndServe(addr, nil) }()

@@ -14,13 +14,14 @@ import (
 )
 
 // newSource is where the manifests come from (--repo, --ref, --path), with
-// the clone under --cache-dir, the render worker, and the chart settings.
+// the clone under --cache-dir, the render binary (checked to be of this
+// build), and the chart settings.
 func newSource(o *options, kube *cluster.Client, log *slog.Logger) (reconcile.Source, error) {
 	cacheDir := o.cacheDir
 	if cacheDir == "" {
 		cacheDir = filepath.Join(os.TempDir(), "recond-cache")
 	}
-	worker, err := o.worker.Worker(log)
+	worker, err := o.worker.Worker(context.Background(), version, log)
 	if err != nil {
 		return nil, err
 	}

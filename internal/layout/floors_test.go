@@ -20,6 +20,7 @@ var floors = map[string]int{
 	"leader":                      0,
 	"reconcile/heal":              0,
 	"reconcile/keys":              0,
+	"reconcile/source/manifest":   0,
 	"reconcile/source/oci/cosign": 0,
 	"reconcile/source/sshsig":     0,
 	"reconcile/source/tree":       0,
@@ -36,6 +37,7 @@ var floors = map[string]int{
 	"reconcile/diff":                 1,
 	"reconcile/health":               1,
 	"reconcile/optout":               1,
+	"reconcile/source/chartspec":     1,
 	"reconcile/source/fetch":         1,
 	"reconcile/source/git/signature": 1,
 	"reconcile/source/sops":          1,
@@ -49,6 +51,7 @@ var floors = map[string]int{
 	"reconcile/schema":                       2,
 	"reconcile/source/git/signature/sigtest": 2,
 	"reconcile/source/render":                2,
+	"reconcile/source/worker":                2,
 	"reconcile/wave":                         2,
 
 	// Floor 3.
@@ -64,8 +67,8 @@ var floors = map[string]int{
 	"reconcile/writerule":        4,
 
 	// Floor 5.
-	"reconcile/inventory":     5,
-	"reconcile/source/worker": 5,
+	"reconcile/inventory":       5,
+	"reconcile/source/renderer": 5,
 
 	// Floor 6.
 	"reconcile/source": 6,
@@ -94,7 +97,8 @@ var floors = map[string]int{
 	"metrics": 12,
 
 	// Floor 13.
-	"cmd/recond": 13,
+	"cmd/recond":        13,
+	"cmd/recond-render": 13,
 
 	// Floor 14: suites that hold only tests over the binary and the engine
 	// (benchmarks, the fault matrix).

@@ -5,45 +5,44 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
-	"recond.dev/recond/reconcile/source/fetch"
-	"recond.dev/recond/reconcile/source/helm"
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/chartspec"
+	"recond.dev/recond/reconcile/source/worker"
 )
 
-// A chart at Config.Path is rendered by package helm; these are its names
-// as the source's callers know them.
+// A chart at Config.Path is rendered by package helm, in the render
+// binary; what recond says of one is package chartspec's, and these are
+// its names as the source's callers know them.
 type (
 	// HelmOptions are the chart settings a user gives, as flags.
-	HelmOptions = helm.Options
+	HelmOptions = chartspec.Options
 	// Chart is what the status page says of a chart at Config.Path.
-	Chart = helm.Chart
+	Chart = chartspec.Chart
 	// helmRequest is what rendering a chart needs besides the chart.
-	helmRequest = helm.Request
+	helmRequest = chartspec.Request
 )
 
 // Flag names of chart rendering.
 const (
-	FlagHelmRelease = helm.FlagRelease
-	FlagHelmValues  = helm.FlagValues
+	FlagHelmRelease = chartspec.FlagRelease
+	FlagHelmValues  = chartspec.FlagValues
 )
 
 // ErrNoSeed is what a chart's random template functions fail with when
 // the render has no seed.
-var ErrNoSeed = helm.ErrNoSeed
+var ErrNoSeed = chartspec.ErrNoSeed
 
 // AnnotationGeneratedInputs records, on a chart's object with
 // generated-once fields, what each such field was made from
-// (helm.AnnotationGeneratedInputs).
-const AnnotationGeneratedInputs = helm.AnnotationGeneratedInputs
+// (chartspec.AnnotationGeneratedInputs).
+const AnnotationGeneratedInputs = chartspec.AnnotationGeneratedInputs
 
 // GeneratedInputsChanged reports whether the generated-once field at path
 // of an object is to be made again rather than kept as it is live
-// (helm.GeneratedInputsChanged).
+// (chartspec.GeneratedInputsChanged).
 func GeneratedInputsChanged(desired, live map[string]string, path []string) bool {
-	return helm.GeneratedInputsChanged(desired, live, path)
+	return chartspec.GeneratedInputsChanged(desired, live, path)
 }
 
 // Helm is how a chart at Config.Path is rendered.
@@ -60,49 +59,6 @@ type Helm struct {
 	// Log receives one line per rendered revision naming what a chart's
 	// render left out (CRDs, hooks).
 	Log *slog.Logger
-}
-
-// helm renders the chart at s.dir, in a worker process when one is
-// configured (killed when ctx is done), and decodes each template's
-// output under the template's name.
-func (s *Source) helm(ctx context.Context, t *fetch.Tree, b *render.Budget) ([]Manifest, error) {
-	sha := t.Rev
-	req, err := s.helmRequest(ctx, t.Time)
-	if err != nil {
-		return nil, err
-	}
-	read := b.BytesRead()
-	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
-		if s.cfg.Worker != nil {
-			return s.renderInWorker(ctx, t, b, helm.Label(s.dir), &req, true)
-		}
-		b.SetBytesRead(read) // a render again with the seed reads the same files: count them once
-		return render.InGoroutine(ctx, func() ([]byte, error) { return helm.Build(ctx, t.Root, s.dir, b, req) })
-	})
-	if err != nil {
-		return nil, err
-	}
-	docs, chart, crds, hooks := helm.SplitOutput(out)
-	chart.Values = slices.Clone(s.cfg.Helm.Values)
-	s.mu.Lock()
-	s.chart = chartAt{sha: sha, chart: &chart}
-	s.mu.Unlock()
-	if log := s.cfg.Helm.Log; log != nil && len(crds)+len(hooks) > 0 {
-		log.InfoContext(ctx, "chart render left out what a namespaced instance does not apply (see docs/helm.md): CRDs, and test, rollback and delete hooks",
-			"revision", shortRev(sha), "crds", crds, "hooks", hooks)
-	}
-	var ms []Manifest
-	for _, d := range docs {
-		m, err := b.Decode(d.Source, d.Content)
-		if err != nil {
-			return nil, err
-		}
-		for i := range m {
-			d.Meta.Apply(&m[i])
-		}
-		ms = append(ms, m...)
-	}
-	return ms, nil
 }
 
 // chartAt is the chart of the last revision rendered as one.
@@ -152,7 +108,7 @@ func (e *capabilitiesError) Unwrap() error { return e.err }
 // withSeed runs render, and once more with the instance's seed when a
 // chart's random function asked for it: the seed Secret is read (or made)
 // only for charts that use one.
-func (s *Source) withSeed(ctx context.Context, req *helmRequest, render func() ([]byte, error)) ([]byte, error) {
+func (s *Source) withSeed(ctx context.Context, req *helmRequest, render func() (*worker.Result, error)) (*worker.Result, error) {
 	s.mu.Lock()
 	req.Seed = s.seed // known once a render needed it
 	s.mu.Unlock()

@@ -52,7 +52,7 @@ func TestRenderersReadAnySource(t *testing.T) {
 			return names(ms), err
 		},
 		"kustomize": func(root Dir) (any, error) {
-			out, err := kustomize.Build(ctx, root, "kust", render.NewBudget(DefaultLimits), helmRequest{})
+			out, err := kustomize.Build(ctx, root, "kust", render.NewBudget(DefaultLimits), helm.Request{})
 			return string(out), err
 		},
 		"helm": func(root Dir) (any, error) {
@@ -60,8 +60,11 @@ func TestRenderersReadAnySource(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
-				return helm.Build(ctx, root, "app", render.NewBudget(DefaultLimits), req)
+			var out []byte
+			_, err = s.withSeed(ctx, &req, func() (*Result, error) {
+				var err error
+				out, err = helm.Build(ctx, root, "app", render.NewBudget(DefaultLimits), helm.Request{Request: req})
+				return &Result{}, err
 			})
 			return string(out), err
 		},

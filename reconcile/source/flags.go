@@ -4,7 +4,7 @@ import (
 	"errors"
 	"flag"
 
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/manifest"
 )
 
 // BindFlags registers the flags of what a user sets on a Source (its
@@ -27,7 +27,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 }
 
 // FlagSOPSAgeKeysFile names Config.SOPSAgeKeysFile's flag.
-const FlagSOPSAgeKeysFile = render.FlagSOPSAgeKeysFile
+const FlagSOPSAgeKeysFile = manifest.FlagSOPSAgeKeysFile
 
 // Validate checks the fields BindFlags binds.
 func (c *Config) Validate() error {

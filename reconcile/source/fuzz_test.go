@@ -18,8 +18,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"recond.dev/recond/reconcile/source/fetch"
+	"recond.dev/recond/reconcile/source/chartspec"
 	gitsrc "recond.dev/recond/reconcile/source/git"
+	"recond.dev/recond/reconcile/source/helm"
+	"recond.dev/recond/reconcile/source/kustomize"
 	"recond.dev/recond/reconcile/source/render"
 )
 
@@ -118,7 +120,6 @@ func FuzzKustomize(f *testing.F) {
 	if err := os.WriteFile(filepath.Join(outsideDir, "cm.yaml"), []byte(cmYAML("disk", "k: "+outsideMarker)), 0o644); err != nil {
 		f.Fatal(err)
 	}
-	s := &Source{dir: "app", cfg: Config{Limits: fuzzLimits}}
 	f.Fuzz(func(t *testing.T, kustomization string, a, b []byte, base, link string) {
 		files := map[string]treeEntry{
 			"app/kustomization.yaml": {data: kustomization},
@@ -140,7 +141,11 @@ func FuzzKustomize(f *testing.F) {
 		bud := render.NewBudget(fuzzLimits)
 		ctx, cancel := context.WithTimeout(context.Background(), renderTimeout)
 		defer cancel()
-		ms, err := s.kustomize(ctx, &fetch.Tree{Root: gitsrc.Dir(root)}, bud)
+		out, err := kustomize.InProcess(ctx, gitsrc.Dir(root), "app", bud, helm.Request{Request: chartspec.Request{Release: "release-name"}})
+		var ms []Manifest
+		if err == nil {
+			ms, err = bud.Decode(kustomize.Label("app"), out)
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("render of a small tree took more than %s", renderTimeout)
 		}
@@ -149,7 +154,7 @@ func FuzzKustomize(f *testing.F) {
 			return
 		}
 		checkManifests(t, ms, bud)
-		out, err := json.Marshal(objects(ms))
+		out, err = json.Marshal(objects(ms))
 		if err != nil {
 			t.Fatalf("rendered objects do not marshal: %v", err)
 		}

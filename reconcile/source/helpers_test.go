@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"github.com/ProtonMail/go-crypto/openpgp"
 	"io"
 	"net/http"
 	"net/http/cgi"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -156,8 +157,11 @@ func gitHTTPServer(t *testing.T, root string, check func(*http.Request) int) *ht
 	return srv
 }
 
-func mustNew(t *testing.T, cfg Config) *Source {
+func mustNew(t testing.TB, cfg Config) *Source {
 	t.Helper()
+	if cfg.Worker == nil && cfg.Renderer == nil {
+		cfg.Renderer = inProcess
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New(%+v): %v", cfg, err)

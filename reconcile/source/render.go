@@ -7,41 +7,42 @@ import (
 	"slices"
 	"strings"
 
+	"recond.dev/recond/reconcile/source/chartspec"
 	"recond.dev/recond/reconcile/source/fetch"
-	"recond.dev/recond/reconcile/source/helm"
-	"recond.dev/recond/reconcile/source/kustomize"
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/manifest"
+	"recond.dev/recond/reconcile/source/tree"
+	"recond.dev/recond/reconcile/source/worker"
 )
 
-// A revision's files become objects in package render (and the chart and
-// kustomize renderers above it); these are its names as the source's
-// callers know them.
+// A revision's files become objects in the render binary (package
+// renderer); what it hands back is package manifest's, and these are its
+// names as the source's callers know them.
 type (
 	// Manifest is one Kubernetes object read from the repository.
-	Manifest = render.Manifest
+	Manifest = manifest.Manifest
 	// ManifestError reports a manifest that cannot be read or is not a
 	// valid object.
-	ManifestError = render.ManifestError
+	ManifestError = manifest.ManifestError
 	// Limits bound the work a commit can make rendering do.
-	Limits = render.Limits
+	Limits = manifest.Limits
 	// LimitError reports a render that exceeded one of its Limits.
-	LimitError = render.LimitError
+	LimitError = manifest.LimitError
 	// DecryptError is a SOPS-encrypted file that could not be decrypted.
-	DecryptError = render.DecryptError
+	DecryptError = manifest.DecryptError
 )
 
 // DefaultLimits are the limits used for zero fields of Limits.
-var DefaultLimits = render.DefaultLimits
+var DefaultLimits = manifest.DefaultLimits
 
 // Names of the limits, as LimitError.Limit reports them.
 const (
-	LimitBytes          = render.LimitBytes
-	LimitObjects        = render.LimitObjects
-	LimitFileBytes      = render.LimitFileBytes
-	LimitDepth          = render.LimitDepth
-	LimitAliasExpansion = render.LimitAliasExpansion
-	LimitMemory         = render.LimitMemory
-	LimitFiles          = render.LimitFiles
+	LimitBytes          = manifest.LimitBytes
+	LimitObjects        = manifest.LimitObjects
+	LimitFileBytes      = manifest.LimitFileBytes
+	LimitDepth          = manifest.LimitDepth
+	LimitAliasExpansion = manifest.LimitAliasExpansion
+	LimitMemory         = manifest.LimitMemory
+	LimitFiles          = manifest.LimitFiles
 )
 
 // Render reads the manifests under Config.Path at commit sha (a full SHA,
@@ -74,64 +75,83 @@ func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
 
 func (s *Source) render(ctx context.Context, t *fetch.Tree) ([]Manifest, error) {
 	sha := t.Rev
-	b := render.NewBudget(s.cfg.Limits)
-	b.ReadKeys(s.cfg.SOPSAgeKeysFile)
-	ms, err := s.renderWith(ctx, t, b)
-	if err != nil {
-		return nil, b.Safe(err) // no error quotes a secret value (render.Secrets)
+	r := s.renderer()
+	if r == nil {
+		return nil, errors.New("source: no renderer (Config.Worker)")
 	}
-	at := sensitiveAt{sha: sha, values: b.SecretValues()}
-	if s.cfg.SOPSAgeKeysFile != "" {
-		fp := b.KeysFingerprint()
-		at.keys = &fp
+	keys, keysErr := manifest.ReadKeys(s.cfg.SOPSAgeKeysFile)
+	job := worker.Job{Tree: t.Reopen, Rev: sha, Dir: s.dir, Limits: s.cfg.Limits, Keys: keys, KeysFile: s.cfg.SOPSAgeKeysFile}
+	if keysErr != nil {
+		job.KeysErr = keysErr.Error()
 	}
-	s.mu.Lock()
-	s.keepSensitive(at)
-	s.mu.Unlock()
-	return ms, nil
-}
-
-// renderWith renders the revision's chart, kustomization or plain files;
-// the tree's time is the revision's (a chart's `now`).
-func (s *Source) renderWith(ctx context.Context, t *fetch.Tree, b *render.Budget) ([]Manifest, error) {
-	if e, err := t.Dir.Entry(helm.ChartFile); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
-		return s.helm(ctx, t, b)
-	}
-	for _, name := range kustomize.Files {
-		if e, err := t.Dir.Entry(name); err == nil && (e.Kind == KindFile || e.Kind == KindSymlink) {
-			return s.kustomize(ctx, t, b)
-		}
-	}
-	return render.Plain(ctx, t.Root, t.Dir, s.dir, b)
-}
-
-// kustomize builds the kustomization at s.dir and decodes what it produced.
-// With a Worker configured, the build runs in a worker process (see
-// worker.go) that is killed when ctx is done; otherwise it runs in-process
-// (kustomize.InProcess).
-func (s *Source) kustomize(ctx context.Context, t *fetch.Tree, b *render.Budget) ([]Manifest, error) {
-	label := kustomize.Label(s.dir)
 	req, err := s.helmRequest(ctx, t.Time)
+	job.Chart, job.Label = renderKind(t.Dir, s.dir)
 	var capsErr *capabilitiesError
-	if errors.As(err, &capsErr) {
-		// Only a helmCharts entry needs them: it fails with this error.
+	if errors.As(err, &capsErr) && !job.Chart {
+		// Only a kustomization's helmCharts entry needs them: it fails
+		// with this error.
 		req.CapsErr, err = err.Error(), nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	read := b.BytesRead()
-	out, err := s.withSeed(ctx, &req, func() ([]byte, error) {
-		if s.cfg.Worker != nil {
-			return s.renderInWorker(ctx, t, b, label, &req, false)
-		}
-		b.SetBytesRead(read) // a render again with the seed reads the same files: count them once
-		return kustomize.InProcess(ctx, t.Root, s.dir, b, req)
+	res, err := s.withSeed(ctx, &req, func() (*worker.Result, error) {
+		job.Helm = &req
+		return r.Render(ctx, job)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return b.Decode(label, out)
+	at := sensitiveAt{sha: sha, values: res.Sensitive}
+	if s.cfg.SOPSAgeKeysFile != "" {
+		fp := manifest.Fingerprint(keys, keysErr)
+		at.keys = &fp
+	}
+	s.mu.Lock()
+	s.keepSensitive(at)
+	if res.Chart != nil {
+		ch := *res.Chart
+		ch.Values = slices.Clone(s.cfg.Helm.Values)
+		s.chart = chartAt{sha: sha, chart: &ch}
+	}
+	s.mu.Unlock()
+	if log := s.cfg.Helm.Log; log != nil && len(res.CRDs)+len(res.Hooks) > 0 {
+		log.InfoContext(ctx, "chart render left out what a namespaced instance does not apply (see docs/helm.md): CRDs, and test, rollback and delete hooks",
+			"revision", shortRev(sha), "crds", res.CRDs, "hooks", res.Hooks)
+	}
+	return res.Manifests, nil
+}
+
+// renderer is what renders the source's revisions: the render binary
+// (Config.Worker), else Config.Renderer.
+func (s *Source) renderer() Renderer {
+	if s.cfg.Worker != nil {
+		return s.cfg.Worker
+	}
+	return s.cfg.Renderer
+}
+
+// kustomizationFiles are the names of a kustomization file (package
+// renderer's tests check that they are kustomize's own).
+var kustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// renderKind tells how the directory dir (d) renders, and the name its
+// render's errors go by: a chart (a Chart.yaml there), a kustomization,
+// or plain files.
+func renderKind(d tree.Dir, dir string) (chart bool, label string) {
+	isFile := func(name string) bool {
+		e, err := d.Entry(name)
+		return err == nil && (e.Kind == KindFile || e.Kind == KindSymlink)
+	}
+	if isFile(chartspec.File) {
+		return true, chartspec.Label(dir)
+	}
+	for _, name := range kustomizationFiles {
+		if isFile(name) {
+			return false, "kustomize build " + dir
+		}
+	}
+	return false, dir
 }
 
 // SensitiveValues are the values a render of sha decrypted that are secret
@@ -161,7 +181,7 @@ func (s *Source) KeysChanged(sha string) bool {
 	if used == nil || s.cfg.SOPSAgeKeysFile == "" {
 		return false
 	}
-	return render.KeysFingerprint(s.cfg.SOPSAgeKeysFile) != *used
+	return manifest.KeysFingerprint(s.cfg.SOPSAgeKeysFile) != *used
 }
 
 // keptRenders is how many revisions' decryptions a Source remembers: two
@@ -202,5 +222,5 @@ func (s *Source) KeysFingerprint() [32]byte {
 	if s.cfg.SOPSAgeKeysFile == "" {
 		return [32]byte{}
 	}
-	return render.KeysFingerprint(s.cfg.SOPSAgeKeysFile)
+	return manifest.KeysFingerprint(s.cfg.SOPSAgeKeysFile)
 }

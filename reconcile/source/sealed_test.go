@@ -215,14 +215,15 @@ func TestKustomizeSealedWithoutPrecheck(t *testing.T) {
 }
 
 // TestKustomizeForkImportsNoNetworkOrExec checks that no package of the
-// kustomize fork that recond links imports net/http, os/exec or plugin.
+// kustomize fork that the render binary links imports net/http, os/exec or
+// plugin.
 func TestKustomizeForkImportsNoNetworkOrExec(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
 	cmd := exec.Command("go", "list", "-deps", "-f",
 		`{{if .Module}}{{if eq .Module.Path "sigs.k8s.io/kustomize/api"}}{{.ImportPath}} {{join .Imports " "}}{{end}}{{end}}`,
-		"recond.dev/recond/cmd/recond")
+		"recond.dev/recond/cmd/recond-render")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

@@ -10,8 +10,8 @@ import (
 	"recond.dev/recond/internal/revision"
 	"recond.dev/recond/reconcile/source/fetch"
 	"recond.dev/recond/reconcile/source/git"
+	"recond.dev/recond/reconcile/source/manifest"
 	"recond.dev/recond/reconcile/source/oci"
-	"recond.dev/recond/reconcile/source/render"
 	"recond.dev/recond/reconcile/source/worker"
 )
 
@@ -52,9 +52,12 @@ type Config struct {
 	Limits Limits
 	// Helm renders a chart at Path (a Chart.yaml there).
 	Helm Helm
-	// Worker, when set, runs kustomize in a worker process that is killed
-	// at the render's deadline (see Worker); nil runs it in-process.
-	Worker *Worker
+	// Worker runs every render in the render binary, a process of its own
+	// killed at the render's deadline (see Worker). Without one, Renderer
+	// renders (package renderer's InProcess, in the renderers' own tests);
+	// without either, Render fails.
+	Worker   *Worker
+	Renderer Renderer
 
 	// VerifyCommits refuses to render a revision whose commit (or, when Ref
 	// names a tag, whose annotated tag) is not signed by a key of
@@ -105,8 +108,9 @@ type fetcher interface {
 
 // kinds are the kinds of source, tried in order: the first whose URL
 // matches builds the Source's fetcher (build checks what of Config is
-// its). Each names itself in the fetch.Location of its trees, opens them
-// in a render worker (open), gives its failures their reasons (reason:
+// its). Each names itself in the fetch.Location of its trees (which the
+// render binary opens: package renderer lists the same kinds), gives its
+// failures their reasons (reason:
 // err as a *reason.Error, one already left as it is; asked in order, so
 // the last, Git's, also gives the network's and the machine's), and tells
 // a read of its cache that failed (readFault). A new kind of source is a
@@ -115,12 +119,11 @@ var kinds = []struct {
 	name      string
 	match     func(url string) bool
 	build     func(cfg Config) (fetcher, error)
-	open      func(loc fetch.Location, rev, dir string, lim render.Limits) (*fetch.Tree, error)
 	reason    func(error) error
 	readFault func(error) bool
 }{
-	{oci.Name, oci.IsURL, newOCI, oci.Open, oci.WithReason, nil},
-	{git.Name, anyURL, newGit, git.Open, git.WithReason, git.ReadFault},
+	{oci.Name, oci.IsURL, newOCI, oci.WithReason, nil},
+	{git.Name, anyURL, newGit, git.WithReason, git.ReadFault},
 }
 
 func anyURL(string) bool { return true }
@@ -242,7 +245,7 @@ func (s *Source) renderFailed(sha string, err error) {
 // readFault reports whether err is the source failing to read a file of
 // the revision (missing, or damaged beyond what its types tell).
 func readFault(err error) bool {
-	var re *render.ReadError
+	var re *manifest.ReadError
 	if errors.As(err, &re) {
 		return true
 	}
@@ -291,14 +294,4 @@ func withReason(err error) error {
 		err = k.reason(err)
 	}
 	return err
-}
-
-// openTree opens the tree at loc with the Open of the kind that named it.
-func openTree(loc fetch.Location, rev, dir string, lim Limits) (*fetch.Tree, error) {
-	for _, k := range kinds {
-		if k.name == loc.Source {
-			return k.open(loc, rev, dir, lim)
-		}
-	}
-	return nil, fmt.Errorf("no kind of source %q", loc.Source)
 }

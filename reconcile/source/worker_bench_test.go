@@ -32,7 +32,7 @@ func BenchmarkKustomizeRender(b *testing.B) {
 		sha := newTestRepo(b, dir).commit(files)
 		for _, worker := range []bool{false, true} {
 			name := fmt.Sprintf("objects=%d/in-process", 2*n)
-			cfg := Config{URL: dir, Path: "app"}
+			cfg := Config{URL: dir, Path: "app", Renderer: inProcess}
 			if worker {
 				name = fmt.Sprintf("objects=%d/worker", 2*n)
 				exe, _ := os.Executable()
@@ -109,10 +109,7 @@ data:
 				exe, _ := os.Executable()
 				w = &Worker{Path: exe}
 			}
-			s, err := New(helmConfig(dir, w, []byte("seed")))
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := mustNew(b, helmConfig(dir, w, []byte("seed")))
 			b.Run(name, func(b *testing.B) {
 				for b.Loop() {
 					ms, err := s.Render(context.Background(), sha)

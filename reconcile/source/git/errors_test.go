@@ -17,7 +17,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"recond.dev/recond/internal/reason"
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/manifest"
 )
 
 // TestReasonOf is the one list of what go-git, its transports, the
@@ -44,7 +44,7 @@ func TestReasonOf(t *testing.T) {
 		{"git server 418", fmt.Errorf("fetch: %w", gitHTTPErr(418)), reason.Other},
 		{"disk full", &os.PathError{Op: "write", Path: "/cache/x", Err: syscall.ENOSPC}, reason.Unavailable},
 		{"stopped: the caller knows why", context.Canceled, ""},
-		{"a manifest's fault: not the source's to say", &render.ManifestError{File: "a.yaml", Err: errors.New("yaml")}, ""},
+		{"a manifest's fault: not the source's to say", &manifest.ManifestError{File: "a.yaml", Err: errors.New("yaml")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ReasonOf(tc.err); got != tc.want {

@@ -12,7 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"recond.dev/recond/reconcile/source/fetch"
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/manifest"
 	"recond.dev/recond/reconcile/source/tree"
 )
 
@@ -36,7 +36,7 @@ func (s *Source) Open(rev string) (*fetch.Tree, error) {
 		mu.RLock()
 		unlock = mu.RUnlock
 	}
-	t, err := Open(loc, rev, s.dir, render.Limits{})
+	t, err := Open(loc, rev, s.dir, manifest.Limits{})
 	if err != nil {
 		if unlock != nil {
 			unlock()
@@ -51,7 +51,7 @@ func (s *Source) Open(rev string) (*fetch.Tree, error) {
 // Source.Open opens it: a render worker opens its tree with it), and dir
 // in it (a cleaned path, "." for the root). lim is not read: a commit's
 // files are read lazily, under the render's own budget.
-func Open(loc fetch.Location, rev, dir string, _ render.Limits) (*fetch.Tree, error) {
+func Open(loc fetch.Location, rev, dir string, _ manifest.Limits) (*fetch.Tree, error) {
 	repo, err := openRepo(loc.Path, loc.Local)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func Open(loc fetch.Location, rev, dir string, _ render.Limits) (*fetch.Tree, er
 	if dir != "." {
 		if sub, err = root.Tree(dir); err != nil {
 			if errors.Is(err, object.ErrDirectoryNotFound) {
-				return nil, &render.ManifestError{File: dir, Err: err}
+				return nil, &manifest.ManifestError{File: dir, Err: err}
 			}
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/Masterminds/sprig/v3"
+	"recond.dev/recond/reconcile/source/chartspec"
 )
 
 // The random functions of a chart's templates (Sprig's) draw from a
@@ -34,7 +34,7 @@ import (
 // them in Go's random map order).
 //
 // ErrNoSeed is what they fail with when the render has no seed.
-var ErrNoSeed = errors.New("random template functions need the instance's seed")
+var ErrNoSeed = chartspec.ErrNoSeed
 
 // repeatableFuncs returns the overrides of the time and random functions.
 func repeatableFuncs(seed []byte, now time.Time) template.FuncMap {

@@ -5,11 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"recond.dev/recond/reconcile/keys"
+	"recond.dev/recond/reconcile/source/chartspec"
 	"recond.dev/recond/reconcile/source/render"
 )
 
@@ -25,7 +24,7 @@ import (
 // live value only while its fingerprint is the one the live object
 // records (GeneratedInputsChanged); an object without one (applied before
 // recond recorded them) keeps its values.
-const AnnotationGeneratedInputs = keys.AnnotationGeneratedInputs
+const AnnotationGeneratedInputs = chartspec.AnnotationGeneratedInputs
 
 // generatedInputs is the AnnotationGeneratedInputs value of an object whose
 // fields paths the key and certificate makers reached, from its form in the
@@ -47,37 +46,16 @@ func generatedInputs(standIn map[string]any, paths [][]string, key []byte) strin
 		mac := hmac.New(sha256.New, key)
 		mac.Write([]byte("recond generated inputs\x00"))
 		mac.Write(text)
-		fp[jsonPointer(p)] = hex.EncodeToString(mac.Sum(nil)[:8])
+		fp[chartspec.JSONPointer(p)] = hex.EncodeToString(mac.Sum(nil)[:8])
 	}
 	out, _ := json.Marshal(fp)
 	return string(out)
 }
 
-// jsonPointer is path as an RFC 6901 JSON pointer.
-func jsonPointer(path []string) string {
-	var b strings.Builder
-	esc := strings.NewReplacer("~", "~0", "/", "~1")
-	for _, k := range path {
-		b.WriteByte('/')
-		b.WriteString(esc.Replace(k))
-	}
-	return b.String()
-}
-
 // GeneratedInputsChanged reports whether the generated-once field at path
-// of an object is to be made again rather than kept as it is live: the
-// desired and the live object's annotations (AnnotationGeneratedInputs)
-// both record the field, with different fingerprints.
+// of an object is to be made again (chartspec.GeneratedInputsChanged).
 func GeneratedInputsChanged(desired, live map[string]string, path []string) bool {
-	var d, l map[string]string
-	if json.Unmarshal([]byte(desired[AnnotationGeneratedInputs]), &d) != nil ||
-		json.Unmarshal([]byte(live[AnnotationGeneratedInputs]), &l) != nil {
-		return false
-	}
-	p := jsonPointer(path)
-	dv, ok1 := d[p]
-	lv, ok2 := l[p]
-	return ok1 && ok2 && dv != lv
+	return chartspec.GeneratedInputsChanged(desired, live, path)
 }
 
 // Apply gives m what the document's meta line says of it.

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"text/template"
-	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	cutil "helm.sh/helm/v4/pkg/chart/common/util"
@@ -31,36 +30,20 @@ import (
 	"sigs.k8s.io/kustomize/api/sealed"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"recond.dev/recond/reconcile/source/chartspec"
 	"recond.dev/recond/reconcile/source/render"
 	"recond.dev/recond/reconcile/source/sops"
 	"recond.dev/recond/reconcile/source/tree"
 )
 
 // ChartFile is the file whose presence in --path makes it a Helm chart.
-const ChartFile = "Chart.yaml"
+const ChartFile = chartspec.File
 
-// Request is what rendering a chart needs besides the chart itself.
-// It crosses the worker's pipe as JSON.
+// Request is what rendering a chart needs besides the chart itself: what
+// crosses the worker's pipe (chartspec.Request), and how this render
+// is made.
 type Request struct {
-	Release   string `json:"release"`
-	Namespace string `json:"namespace"`
-	// Values are repository-relative paths of values files, merged in
-	// order over the chart's values.yaml.
-	Values []string `json:"values,omitempty"`
-	// KubeVersion and APIVersions are .Capabilities; empty: the versions
-	// this build of recond knows.
-	KubeVersion string   `json:"kubeVersion,omitempty"`
-	APIVersions []string `json:"apiVersions,omitempty"`
-	// Now is what `now` returns: the commit's time, so that a render is a
-	// function of the commit.
-	Now time.Time `json:"now"`
-	// Seed keys the random functions (helmfuncs.go); nil: they fail.
-	Seed []byte `json:"seed,omitempty"`
-
-	// CapsErr is why the capabilities are not known (a kustomization's
-	// helmCharts entry then fails with it; a kustomization without one
-	// does not need them).
-	CapsErr string `json:"capsErr,omitempty"`
+	chartspec.Request
 
 	// standIns makes the key and certificate makers return cheap values
 	// that differ at every call (the second render of generated-once
@@ -85,14 +68,10 @@ const (
 )
 
 // Chart is what the status page says of a chart at Config.Path.
-type Chart struct {
-	Name, Version string
-	// Values are the values files (--helm-values).
-	Values []string
-}
+type Chart = chartspec.Chart
 
 // Label names a chart's render in errors: "helm template <dir>".
-func Label(dir string) string { return "helm template " + dir }
+func Label(dir string) string { return chartspec.Label(dir) }
 
 // Build renders the chart at dir of the commit's tree, sealed: every
 // file is read through the bounded tree file system (symbolic links only

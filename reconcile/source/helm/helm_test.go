@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"recond.dev/recond/reconcile/source/chartspec"
 	"recond.dev/recond/reconcile/source/render"
 	"recond.dev/recond/reconcile/source/tree"
 )
@@ -24,7 +25,7 @@ func TestBuildAndSplit(t *testing.T) {
 		"app/templates/hook.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pre\n  annotations:\n    helm.sh/hook: pre-install\n",
 		"app/templates/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n",
 	})
-	req := Request{Release: "r", Namespace: "ns", Now: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)}
+	req := Request{Request: chartspec.Request{Release: "r", Namespace: "ns", Now: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)}}
 	out, err := Build(context.Background(), root, "app", render.NewBudget(render.DefaultLimits), req)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestGeneratedInputsChanged(t *testing.T) {
 			t.Errorf("%s: %t, want %t", tc.name, got, tc.want)
 		}
 	}
-	if got := jsonPointer([]string{"a/b", "c~d"}); got != "/a~1b/c~0d" {
-		t.Errorf("jsonPointer = %q", got)
+	if got := chartspec.JSONPointer([]string{"a/b", "c~d"}); got != "/a~1b/c~0d" {
+		t.Errorf("JSONPointer = %q", got)
 	}
 }

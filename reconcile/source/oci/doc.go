@@ -27,7 +27,7 @@
 // digest and keys (verify.go, package cosign). Open unpacks the cached
 // layer in memory into a tree.Mem (layer.go), refusing absolute paths,
 // "..", hard links, devices, links that leave the tree, duplicates and
-// anything over the limits, naming the entry (a *render.ManifestError); a
+// anything over the limits, naming the entry (a *manifest.ManifestError); a
 // cached layer that no longer matches its digest is the cache's fault (a
-// *render.ReadError), and the next Fetch pulls it again.
+// *manifest.ReadError), and the next Fetch pulls it again.
 package oci

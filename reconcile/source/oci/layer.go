@@ -12,7 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/manifest"
 	"recond.dev/recond/reconcile/source/tree"
 )
 
@@ -24,7 +24,7 @@ import (
 
 // The longest entry name and the deepest entry a layer may hold: a path
 // longer than Linux's PATH_MAX, or deeper than any manifest tree, is not
-// one to render.
+// one to manifest.
 const (
 	maxEntryName  = 4096
 	maxEntryDepth = 64
@@ -33,13 +33,13 @@ const (
 // layerError is an entry of a layer that recond refuses: reason invalid,
 // naming the entry.
 func layerError(entry, format string, args ...any) error {
-	return &render.ManifestError{File: "layer entry " + entry, Err: fmt.Errorf(format, args...)}
+	return &manifest.ManifestError{File: "layer entry " + entry, Err: fmt.Errorf(format, args...)}
 }
 
 // unpackLayer reads a tar+gzip layer into memory and checks that what
 // was read is the blob of digest (a "sha256:..." the manifest named): a
 // cached blob that no longer is fails as the cache's fault (an
-// *render.ReadError), so the next fetch pulls it again.
+// *manifest.ReadError), so the next fetch pulls it again.
 //
 // Refused, each naming the entry: a path that is absolute or climbs with
 // "..", a hard link, a device, FIFO or any type but a file, a directory
@@ -47,7 +47,7 @@ func layerError(entry, format string, args ...any) error {
 // the tree, an entry given twice, a file larger than MaxFileBytes, more
 // than MaxFiles entries, and more than MaxBytes of uncompressed data (the
 // tar's headers included).
-func unpackLayer(blob io.Reader, digest string, lim render.Limits) (*tree.Mem, error) {
+func unpackLayer(blob io.Reader, digest string, lim manifest.Limits) (*tree.Mem, error) {
 	want, ok := strings.CutPrefix(digest, "sha256:")
 	if !ok {
 		return nil, fmt.Errorf("layer digest %q is not sha256", digest)
@@ -72,7 +72,7 @@ func unpackLayer(blob io.Reader, digest string, lim render.Limits) (*tree.Mem, e
 			return nil, checkBlob(src, h, want, plain.limitOr(layerError("(tar)", "%v", err)))
 		}
 		if files++; files > lim.MaxFiles {
-			return nil, render.NewLimitError(render.LimitFiles, int64(files), int64(lim.MaxFiles), "layer entry "+hdr.Name)
+			return nil, manifest.NewLimitError(manifest.LimitFiles, int64(files), int64(lim.MaxFiles), "layer entry "+hdr.Name)
 		}
 		if err := addEntry(root, tr, hdr, lim, &files); err != nil {
 			return nil, checkBlob(src, h, want, plain.limitOr(err))
@@ -86,10 +86,10 @@ func unpackLayer(blob io.Reader, digest string, lim render.Limits) (*tree.Mem, e
 // wins over what its content made fail (err).
 func checkBlob(src io.Reader, h interface{ Sum([]byte) []byte }, want string, err error) error {
 	if _, cerr := io.Copy(io.Discard, src); cerr != nil {
-		return &render.ReadError{Err: fmt.Errorf("read the cached layer: %w", cerr)}
+		return &manifest.ReadError{Err: fmt.Errorf("read the cached layer: %w", cerr)}
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return &render.ReadError{Err: fmt.Errorf("the cached layer is damaged: its digest is sha256:%s, not sha256:%s", got[:12], want[:12])}
+		return &manifest.ReadError{Err: fmt.Errorf("the cached layer is damaged: its digest is sha256:%s, not sha256:%s", got[:12], want[:12])}
 	}
 	return err
 }
@@ -116,13 +116,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // limitOr is the bytes limit, when that is why reading stopped, or err.
 func (c *countingReader) limitOr(err error) error {
 	if c.exceeded {
-		return render.NewLimitError(render.LimitBytes, c.n, c.max, "layer (uncompressed)")
+		return manifest.NewLimitError(manifest.LimitBytes, c.n, c.max, "layer (uncompressed)")
 	}
 	return err
 }
 
 // addEntry checks one tar entry and adds it to root.
-func addEntry(root *tree.Mem, tr *tar.Reader, hdr *tar.Header, lim render.Limits, files *int) error {
+func addEntry(root *tree.Mem, tr *tar.Reader, hdr *tar.Header, lim manifest.Limits, files *int) error {
 	name := hdr.Name
 	if len(name) > maxEntryName {
 		return layerError(name[:64]+"...", "a name of %d bytes, longer than a path (%d)", len(name), maxEntryName)
@@ -159,12 +159,12 @@ func addEntry(root *tree.Mem, tr *tar.Reader, hdr *tar.Header, lim render.Limits
 	parent, base, err := mkdirs(root, clean, func() error {
 		// A directory the entry implies counts as an entry of its own.
 		if *files++; *files > lim.MaxFiles {
-			return render.NewLimitError(render.LimitFiles, int64(*files), int64(lim.MaxFiles), "layer entry "+name)
+			return manifest.NewLimitError(manifest.LimitFiles, int64(*files), int64(lim.MaxFiles), "layer entry "+name)
 		}
 		return nil
 	})
 	if err != nil {
-		var me *render.ManifestError
+		var me *manifest.ManifestError
 		if errors.As(err, &me) {
 			return err
 		}
@@ -191,7 +191,7 @@ func addEntry(root *tree.Mem, tr *tar.Reader, hdr *tar.Header, lim render.Limits
 		n.Kind, n.Data = tree.KindSymlink, []byte(t)
 	default:
 		if hdr.Size > lim.MaxFileBytes {
-			return render.NewLimitError(render.LimitFileBytes, hdr.Size, lim.MaxFileBytes, "layer entry "+name)
+			return manifest.NewLimitError(manifest.LimitFileBytes, hdr.Size, lim.MaxFileBytes, "layer entry "+name)
 		}
 		data := make([]byte, hdr.Size)
 		if _, err := io.ReadFull(tr, data); err != nil {

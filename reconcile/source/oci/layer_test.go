@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"recond.dev/recond/internal/testenv"
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/manifest"
 	"recond.dev/recond/reconcile/source/tree"
 )
 
@@ -25,12 +25,12 @@ func digestOfBytes(b []byte) string {
 // while it is read, naming the entry, with reason invalid (a
 // *ManifestError), and a layer within its bounds unpacks whole.
 func TestUnpackLayerRefusals(t *testing.T) {
-	small := render.Limits{MaxBytes: 64 << 10, MaxFileBytes: 4 << 10, MaxFiles: 8}.WithDefaults()
+	small := manifest.Limits{MaxBytes: 64 << 10, MaxFileBytes: 4 << 10, MaxFiles: 8}.WithDefaults()
 	file := func(name, body string) testenv.TarEntry { return testenv.TarEntry{Name: name, Body: body} }
 	cases := []struct {
 		name    string
 		entries []testenv.TarEntry
-		lim     render.Limits
+		lim     manifest.Limits
 		want    string // in the error; "" for none
 		limit   string // the LimitError's limit, if one
 	}{
@@ -47,18 +47,18 @@ func TestUnpackLayerRefusals(t *testing.T) {
 		{"link climbs", []testenv.TarEntry{{Name: "d/l.yaml", Typeflag: tar.TypeSymlink, Linkname: "../../x"}}, small, `layer entry d/l.yaml: a symbolic link to "../../x" leaves`, ""},
 		{"twice", []testenv.TarEntry{file("a.yaml", "x"), file("./a.yaml", "y")}, small, "layer entry ./a.yaml: given twice", ""},
 		{"through a link", []testenv.TarEntry{{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "d"}, file("l/x.yaml", "x")}, small, "layer entry l/x.yaml: l is not a directory", ""},
-		{"file too large", []testenv.TarEntry{file("big.yaml", strings.Repeat("x", 5<<10))}, small, "layer entry big.yaml", render.LimitFileBytes},
-		{"too many entries", []testenv.TarEntry{file("1", ""), file("2", ""), file("3", ""), file("4", ""), file("5", ""), file("6", ""), file("7", ""), file("8", ""), file("9", "")}, small, "layer entry 9", render.LimitFiles},
+		{"file too large", []testenv.TarEntry{file("big.yaml", strings.Repeat("x", 5<<10))}, small, "layer entry big.yaml", manifest.LimitFileBytes},
+		{"too many entries", []testenv.TarEntry{file("1", ""), file("2", ""), file("3", ""), file("4", ""), file("5", ""), file("6", ""), file("7", ""), file("8", ""), file("9", "")}, small, "layer entry 9", manifest.LimitFiles},
 		{"too long a name", []testenv.TarEntry{file(strings.Repeat("n", 5000), "x")}, small, "longer than a path", ""},
 		{"too deep", []testenv.TarEntry{file(strings.Repeat("d/", 70)+"x.yaml", "x")}, small, "directories deep", ""},
-		{"implied directories count", []testenv.TarEntry{file("a/b/c/d/e/f/g/h/i.yaml", "x")}, small, "layer entry a/b/c/d/e/f/g/h/i.yaml", render.LimitFiles},
+		{"implied directories count", []testenv.TarEntry{file("a/b/c/d/e/f/g/h/i.yaml", "x")}, small, "layer entry a/b/c/d/e/f/g/h/i.yaml", manifest.LimitFiles},
 		{"gzip bomb", func() []testenv.TarEntry {
 			var es []testenv.TarEntry
 			for i := range 8 {
 				es = append(es, file(string(rune('a'+i)), strings.Repeat("0", 4<<10)))
 			}
 			return es
-		}(), render.Limits{MaxBytes: 16 << 10, MaxFileBytes: 8 << 10, MaxFiles: 100}.WithDefaults(), "layer (uncompressed)", render.LimitBytes},
+		}(), manifest.Limits{MaxBytes: 16 << 10, MaxFileBytes: 8 << 10, MaxFiles: 100}.WithDefaults(), "layer (uncompressed)", manifest.LimitBytes},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,11 +79,11 @@ func TestUnpackLayerRefusals(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q, want it to contain %q", err, tc.want)
 			}
-			var me *render.ManifestError
+			var me *manifest.ManifestError
 			if !errors.As(err, &me) {
 				t.Errorf("error %T is not a *ManifestError (reason invalid)", err)
 			}
-			var le *render.LimitError
+			var le *manifest.LimitError
 			if tc.limit != "" && (!errors.As(err, &le) || le.Limit != tc.limit) {
 				t.Errorf("error %v: want the %s limit", err, tc.limit)
 			}
@@ -104,14 +104,14 @@ func TestUnpackLayerDigest(t *testing.T) {
 		"hostile tree": testenv.TarGz(t, testenv.TarEntry{Name: "/etc/passwd", Body: "x"}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(good), render.DefaultLimits)
-			var ore *render.ReadError
+			_, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(good), manifest.DefaultLimits)
+			var ore *manifest.ReadError
 			if !errors.As(err, &ore) {
 				t.Fatalf("error %v (%T): want the cached layer's fault", err, err)
 			}
 		})
 	}
-	if _, err := unpackLayer(bytes.NewReader(good), digestOfBytes(good), render.DefaultLimits); err != nil {
+	if _, err := unpackLayer(bytes.NewReader(good), digestOfBytes(good), manifest.DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -130,9 +130,9 @@ func TestUnpackLayerShortEntry(t *testing.T) {
 	tw.Flush() // the tar stops here: 95 bytes of the entry are missing
 	zw.Close()
 	blob := buf.Bytes()
-	_, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), render.DefaultLimits)
-	var me *render.ManifestError
-	var re *render.ReadError
+	_, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), manifest.DefaultLimits)
+	var me *manifest.ManifestError
+	var re *manifest.ReadError
 	if !errors.As(err, &me) || errors.As(err, &re) || !strings.Contains(err.Error(), "layer entry a.yaml") {
 		t.Fatalf("error %v (%T): want the artifact's fault naming a.yaml", err, err)
 	}
@@ -154,7 +154,7 @@ func TestUnpackLayerPAXGlobalHeader(t *testing.T) {
 	tw.Close()
 	zw.Close()
 	blob := buf.Bytes()
-	layer, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), render.DefaultLimits)
+	layer, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), manifest.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestUnpackLayerGzipMembers(t *testing.T) {
 	zw.Write(bytes.Repeat([]byte{0}, 1<<20))
 	zw.Close()
 	blob := buf.Bytes()
-	layer, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), render.DefaultLimits)
+	layer, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), manifest.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func FuzzUnpackLayer(f *testing.F) {
 	f.Add(testenv.FilesTarGz(f, map[string]string{"a.yaml": "a: 1", "d/b.yaml": "b: 2"}))
 	f.Add(testenv.TarGz(f, testenv.TarEntry{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "d/../a"}, testenv.TarEntry{Name: "../x", Body: "x"}))
 	f.Add([]byte{0x1f, 0x8b, 8, 0})
-	lim := render.Limits{MaxBytes: 1 << 20, MaxFileBytes: 64 << 10, MaxFiles: 100}.WithDefaults()
+	lim := manifest.Limits{MaxBytes: 1 << 20, MaxFileBytes: 64 << 10, MaxFiles: 100}.WithDefaults()
 	f.Fuzz(func(t *testing.T, blob []byte) {
 		layer, err := unpackLayer(bytes.NewReader(blob), digestOfBytes(blob), lim)
 		if err != nil {

@@ -22,7 +22,7 @@ import (
 	"recond.dev/recond/internal/revision"
 	"recond.dev/recond/internal/transient"
 	"recond.dev/recond/reconcile/source/fetch"
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/manifest"
 	"recond.dev/recond/reconcile/source/tree"
 )
 
@@ -52,7 +52,7 @@ type SourceConfig struct {
 	// manifests; CacheDir where pulled artifacts are kept (required).
 	URL, Ref, Path, CacheDir string
 	// Limits bound what a pull and an unpack may read.
-	Limits render.Limits
+	Limits manifest.Limits
 	// Settings say how to reach the registry and which signatures to ask.
 	Settings Settings
 }
@@ -322,7 +322,7 @@ const chartFile = "Chart.yaml"
 // Source.Open does: a render worker opens its tree with it): its root and
 // dir in it (a cleaned path, "." for the root). A chart's root is the
 // archive's one top-level directory, and its path must be the root.
-func Open(loc fetch.Location, rev, dir string, lim render.Limits) (*fetch.Tree, error) {
+func Open(loc fetch.Location, rev, dir string, lim manifest.Limits) (*fetch.Tree, error) {
 	a, err := cachedArtifact(loc.Path, rev)
 	if err != nil {
 		return nil, err
@@ -330,17 +330,17 @@ func Open(loc fetch.Location, rev, dir string, lim render.Limits) (*fetch.Tree, 
 	lim = lim.WithDefaults()
 	f, err := os.Open(filepath.Join(artifactDir(loc.Path, rev), "layer.tar.gz"))
 	if err != nil {
-		return nil, &render.ReadError{Err: fmt.Errorf("read the cached layer of %s: %w", shortRev(rev), err)}
+		return nil, &manifest.ReadError{Err: fmt.Errorf("read the cached layer of %s: %w", shortRev(rev), err)}
 	}
 	defer f.Close()
 	// The cache holds what the manifest named: a file of another size is
 	// damaged, and is not read.
 	if fi, err := f.Stat(); err != nil || fi.Size() != a.Layer.Size || a.Layer.Size > lim.MaxBytes {
-		return nil, &render.ReadError{Err: fmt.Errorf("the cached layer of %s is damaged: not the %d bytes its manifest names", shortRev(rev), a.Layer.Size)}
+		return nil, &manifest.ReadError{Err: fmt.Errorf("the cached layer of %s is damaged: not the %d bytes its manifest names", shortRev(rev), a.Layer.Size)}
 	}
 	blob, err := io.ReadAll(io.LimitReader(f, a.Layer.Size))
 	if err != nil {
-		return nil, &render.ReadError{Err: fmt.Errorf("read the cached layer of %s: %w", shortRev(rev), err)}
+		return nil, &manifest.ReadError{Err: fmt.Errorf("read the cached layer of %s: %w", shortRev(rev), err)}
 	}
 	layer, err := unpackLayer(bytes.NewReader(blob), a.Layer.Digest.String(), lim)
 	if err != nil {
@@ -350,23 +350,23 @@ func Open(loc fetch.Location, rev, dir string, lim render.Limits) (*fetch.Tree, 
 	if a.Format == FormatChart {
 		ents := layer.Entries()
 		if len(ents) != 1 || ents[0].Kind != tree.KindDir {
-			return nil, &render.ManifestError{File: "layer", Err: fmt.Errorf("a Helm chart archive holds one directory, the chart; this one holds %d entries", len(ents))}
+			return nil, &manifest.ManifestError{File: "layer", Err: fmt.Errorf("a Helm chart archive holds one directory, the chart; this one holds %d entries", len(ents))}
 		}
 		if root, err = layer.Dir(ents[0].Name); err != nil {
 			return nil, err
 		}
 		if dir != "." {
-			return nil, &render.ManifestError{File: dir, Err: errors.New("a Helm chart artifact is rendered from the chart's root: leave --path empty")}
+			return nil, &manifest.ManifestError{File: dir, Err: errors.New("a Helm chart artifact is rendered from the chart's root: leave --path empty")}
 		}
 		if _, err := root.Entry(chartFile); err != nil {
-			return nil, &render.ManifestError{File: ents[0].Name + "/" + chartFile, Err: errors.New("a Helm chart artifact without a Chart.yaml")}
+			return nil, &manifest.ManifestError{File: ents[0].Name + "/" + chartFile, Err: errors.New("a Helm chart artifact without a Chart.yaml")}
 		}
 	}
 	sub := root
 	if dir != "." {
-		d, err := render.ResolveDir(root, dir)
+		d, err := tree.ResolveDir(root, dir)
 		if err != nil || d == nil {
-			return nil, &render.ManifestError{File: dir, Err: fmt.Errorf("no such directory in the artifact")}
+			return nil, &manifest.ManifestError{File: dir, Err: fmt.Errorf("no such directory in the artifact")}
 		}
 		sub = d
 	}
@@ -379,10 +379,10 @@ func Open(loc fetch.Location, rev, dir string, lim render.Limits) (*fetch.Tree, 
 func cachedArtifact(cache, rev string) (Artifact, error) {
 	raw, err := os.ReadFile(filepath.Join(artifactDir(cache, rev), "manifest.json"))
 	if err != nil {
-		return Artifact{}, &render.ReadError{Err: fmt.Errorf("artifact %s is not cached (Fetch first): %w", shortRev(rev), err)}
+		return Artifact{}, &manifest.ReadError{Err: fmt.Errorf("artifact %s is not cached (Fetch first): %w", shortRev(rev), err)}
 	}
 	if sum := sha256.Sum256(raw); "sha256:"+hex.EncodeToString(sum[:]) != rev {
-		return Artifact{}, &render.ReadError{Err: fmt.Errorf("the cached manifest of %s is damaged", shortRev(rev))}
+		return Artifact{}, &manifest.ReadError{Err: fmt.Errorf("the cached manifest of %s is damaged", shortRev(rev))}
 	}
 	return Parse(raw, manifestDesc(rev, len(raw)))
 }

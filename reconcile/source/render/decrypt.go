@@ -2,14 +2,12 @@ package render
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"recond.dev/recond/internal/reason"
+	"recond.dev/recond/reconcile/source/manifest"
 	"recond.dev/recond/reconcile/source/sops"
 )
 
@@ -57,29 +56,6 @@ const (
 	RolePlain                      // a configMapGenerator's source, a patch: never encrypted
 )
 
-// FlagSOPSAgeKeysFile names the flag of the age keys file (the source's
-// Config.SOPSAgeKeysFile), which errors about the keys name.
-const FlagSOPSAgeKeysFile = "sops-age-keys-file"
-
-// maxKeysFile bounds the keys file (a key is 74 bytes; the render worker
-// reads a request of at most 1 MiB).
-const maxKeysFile = 256 << 10
-
-// DecryptError is a SOPS-encrypted file that could not be decrypted. It
-// is wrapped in a *ManifestError (reason invalid) or an *Error (reason
-// auth, no key opens it); its text names the file and, for auth, the
-// recipients the file was encrypted for, never a value or a key.
-type DecryptError struct {
-	File string
-	// Recipients are those the file's data key was encrypted for (age
-	// recipients, and the other key types' names) when no key opened it.
-	Recipients []string
-	Err        error
-}
-
-func (e *DecryptError) Error() string { return e.Err.Error() }
-func (e *DecryptError) Unwrap() error { return e.Err }
-
 // decryption is one render's SOPS state: its keys, what each file is read
 // as, the files decrypted so far and the values that became secret. The
 // zero value decrypts nothing (every encrypted file fails with auth). Safe
@@ -110,37 +86,11 @@ const maxSensitiveValues = 1024
 // readKeys reads the keys file named by file ("" for none) into d.
 func (d *decryption) readKeys(file string) {
 	d.keysFile = file
-	if file == "" {
-		return
-	}
-	f, err := os.Open(file)
-	if err != nil {
-		d.keysErr = fmt.Errorf("the age keys file (--%s): %w", FlagSOPSAgeKeysFile, err)
-		return
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeysFile+1))
-	switch {
-	case err != nil:
-		d.keysErr = fmt.Errorf("the age keys file (--%s): %w", FlagSOPSAgeKeysFile, err)
-	case len(data) > maxKeysFile:
-		d.keysErr = fmt.Errorf("the age keys file (--%s) is larger than %d bytes", FlagSOPSAgeKeysFile, maxKeysFile)
-	default:
-		d.keys = data
-	}
+	d.keys, d.keysErr = manifest.ReadKeys(file)
 }
 
-// fingerprint identifies the keys a render used: a changed keys file (or a
-// change in whether it can be read) changes it.
-func (d *decryption) fingerprint() [32]byte {
-	h := sha256.New()
-	h.Write(d.keys)
-	if d.keysErr != nil {
-		h.Write([]byte{0})
-		h.Write([]byte(d.keysErr.Error()))
-	}
-	return [32]byte(h.Sum(nil))
-}
+// fingerprint identifies the keys a render used (manifest.Fingerprint).
+func (d *decryption) fingerprint() [32]byte { return manifest.Fingerprint(d.keys, d.keysErr) }
 
 // identities parses the keys once per render, when a file needs them.
 func (d *decryption) identities() ([]age.Identity, error) {
@@ -469,12 +419,4 @@ func (b *Budget) AddSensitive(values ...string) error {
 		b.secrets.AddGenerated(v)
 	}
 	return nil
-}
-
-// KeysFingerprint is the fingerprint of the age keys file named by file
-// as it reads now (Budget.KeysFingerprint of a render that read it).
-func KeysFingerprint(file string) [32]byte {
-	var d decryption
-	d.readKeys(file)
-	return d.fingerprint()
 }

@@ -1,44 +1,50 @@
 package render
 
-import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import "recond.dev/recond/reconcile/source/manifest"
+
+// What a render hands its callers is package manifest's; these are its
+// names as the renderers know them.
+type (
+	// Manifest is one Kubernetes object read from the repository.
+	Manifest = manifest.Manifest
+	// ManifestError reports a manifest that cannot be read or is not a
+	// valid object.
+	ManifestError = manifest.ManifestError
+	// Limits bound the work a commit can make rendering do.
+	Limits = manifest.Limits
+	// LimitError reports a render that exceeded one of its Limits.
+	LimitError = manifest.LimitError
+	// ReadError is the source failing to give a file's content.
+	ReadError = manifest.ReadError
+	// DecryptError is a SOPS-encrypted file that could not be decrypted.
+	DecryptError = manifest.DecryptError
 )
 
-// Manifest is one Kubernetes object read from the repository.
-type Manifest struct {
-	// File is the path of the file inside the repository, or
-	// "kustomize build <path>" for objects produced by kustomize.
-	File string
-	// Object is the object exactly as written (no namespace is added).
-	Object *unstructured.Unstructured
-	// Hook marks a chart's hook (annotation helm.sh/hook) with a
-	// pre-install, pre-upgrade, post-install or post-upgrade event: it is
-	// run around the revision's other objects, not held like them.
-	Hook bool
-	// Generated are the fields of a chart's object (paths of keys; one
-	// empty path: the whole object) that a key or certificate maker
-	// (genCA, genPrivateKey, genSelfSignedCert, genSignedCert, ...) or a
-	// random salt (bcrypt, htpasswd, encryptAES) made: their render cannot
-	// be repeated, so they are written when the object is created and the
-	// live values are kept after that.
-	Generated [][]string
+// DefaultLimits are the limits used for zero fields of Limits.
+var DefaultLimits = manifest.DefaultLimits
+
+// Names of the limits, as LimitError.Limit reports them.
+const (
+	LimitBytes          = manifest.LimitBytes
+	LimitObjects        = manifest.LimitObjects
+	LimitFileBytes      = manifest.LimitFileBytes
+	LimitDepth          = manifest.LimitDepth
+	LimitAliasExpansion = manifest.LimitAliasExpansion
+	LimitMemory         = manifest.LimitMemory
+	LimitFiles          = manifest.LimitFiles
+)
+
+// FlagSOPSAgeKeysFile names the flag of the age keys file.
+const FlagSOPSAgeKeysFile = manifest.FlagSOPSAgeKeysFile
+
+// LimitFlag is the command-line flag that sets limit, or "".
+func LimitFlag(limit string) string { return manifest.LimitFlag(limit) }
+
+// NewLimitError is manifest.NewLimitError.
+func NewLimitError(limit string, value, max int64, file string) *ManifestError {
+	return manifest.NewLimitError(limit, value, max, file)
 }
 
-// ManifestError reports a manifest that cannot be read or is not a valid
-// object. Render wraps it; use errors.As to get at it.
-type ManifestError struct {
-	// File is as in Manifest.File.
-	File string
-	// Object is "Kind/name", or as much of it as is known, or "".
-	Object string
-	Err    error
-}
-
-func (e *ManifestError) Error() string {
-	if e.Object == "" {
-		return e.File + ": " + e.Err.Error()
-	}
-	return e.File + ": " + e.Object + ": " + e.Err.Error()
-}
-
-func (e *ManifestError) Unwrap() error { return e.Err }
+// KeysFingerprint is the fingerprint of the age keys file named by file
+// as it reads now (Budget.KeysFingerprint of a render that read it).
+func KeysFingerprint(file string) [32]byte { return manifest.KeysFingerprint(file) }

@@ -58,7 +58,7 @@ func Plain(ctx context.Context, root, dir tree.Dir, base string, b *Budget) ([]M
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 
-	r := &resolver{root: root}
+	r := tree.NewResolver(root)
 	var out []Manifest
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
@@ -67,7 +67,7 @@ func Plain(ctx context.Context, root, dir tree.Dir, base string, b *Budget) ([]M
 		name := path.Join(base, f.name)
 		var blob tree.File
 		if f.kind == tree.KindSymlink {
-			n, err := r.resolve(name)
+			n, err := r.Resolve(name)
 			if err != nil {
 				return nil, &ManifestError{File: name, Err: err}
 			}

@@ -8,13 +8,6 @@ import (
 	"recond.dev/recond/reconcile/source/tree"
 )
 
-// ReadError is the source failing to give a file's content (an object
-// missing or damaged in a clone, a cached layer that no longer matches its
-// digest): not the revision's fault, so the source fetches afresh.
-type ReadError struct{ Err error }
-
-func (e *ReadError) Error() string { return e.Err.Error() }
-func (e *ReadError) Unwrap() error { return e.Err }
 
 // ReadFile reads the content of f, the file name of the render, after
 // checking its size (from the object's header) against MaxFileBytes and
@@ -31,18 +24,18 @@ func (b *Budget) ReadFile(name string, f tree.File) ([]byte, error) {
 	}
 	rd, err := f.Open()
 	if err != nil {
-		return nil, &ManifestError{File: name, Err: &ReadError{fmt.Errorf("read: %w", err)}}
+		return nil, &ManifestError{File: name, Err: &ReadError{Err: fmt.Errorf("read: %w", err)}}
 	}
 	defer rd.Close()
 	data := make([]byte, size)
 	if _, err := io.ReadFull(rd, data); err != nil {
-		return nil, &ManifestError{File: name, Err: &ReadError{fmt.Errorf("read: %w", err)}}
+		return nil, &ManifestError{File: name, Err: &ReadError{Err: fmt.Errorf("read: %w", err)}}
 	}
 	// Past the size, a whole object ends (io.EOF); one whose size field
 	// lies goes on, or (go-git's bounded reader of large objects) says so
 	// with an error: either is a damaged object, never a shorter file.
 	if n, err := io.ReadFull(rd, make([]byte, 1)); n > 0 || !errors.Is(err, io.EOF) {
-		return nil, &ManifestError{File: name, Err: &ReadError{fmt.Errorf("read: object does not end at its size (%v)", err)}}
+		return nil, &ManifestError{File: name, Err: &ReadError{Err: fmt.Errorf("read: object does not end at its size (%v)", err)}}
 	}
 	return data, nil
 }

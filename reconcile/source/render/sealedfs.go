@@ -25,106 +25,11 @@ import (
 // root.
 const Mount = "/repo"
 
-// maxSymlinkHops bounds the symbolic links followed to resolve one path.
-const maxSymlinkHops = 40
-
 // ErrOutside marks a path or link that leads outside the repository.
-var ErrOutside = errors.New("outside the repository")
+var ErrOutside = tree.ErrOutside
 
 // Node is a resolved path in the tree: a directory (Dir set) or a file.
-type Node struct {
-	Path string // repository-relative, "." for the root
-	Dir  tree.Dir
-	File tree.File
-}
-
-// resolver resolves repository-relative paths in a revision's files,
-// following symbolic links that stay inside them.
-type resolver struct{ root tree.Dir }
-
-// resolve looks up p (slash-separated, relative to the repository root).
-// The error names the link when a symbolic link dangles or leads outside.
-func (r *resolver) resolve(p string) (*Node, error) {
-	p = path.Clean(p)
-	if p == ".." || strings.HasPrefix(p, "../") || path.IsAbs(p) {
-		return nil, fmt.Errorf("%s: %w", p, ErrOutside)
-	}
-	hops := 0
-	cur := &Node{Path: ".", Dir: r.root}
-	rest := splitPath(p)
-	pending := 0   // components of rest that come from the last link's target
-	lastLink := "" // that link, for errors
-	for len(rest) > 0 {
-		name := rest[0]
-		rest = rest[1:]
-		fromLink := pending > 0
-		if pending > 0 {
-			pending--
-		}
-		full := path.Join(cur.Path, name)
-		if cur.Dir == nil {
-			return nil, fmt.Errorf("%s: not a directory: %w", cur.Path, fs.ErrNotExist)
-		}
-		e, err := cur.Dir.Entry(name)
-		if err != nil {
-			if fromLink {
-				return nil, fmt.Errorf("symlink %s: dangling: %s does not exist", lastLink, full)
-			}
-			return nil, fmt.Errorf("%s: %w", full, fs.ErrNotExist)
-		}
-		switch e.Kind {
-		case tree.KindDir:
-			t, err := cur.Dir.Dir(name)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", full, err)
-			}
-			cur = &Node{Path: full, Dir: t}
-		case tree.KindSymlink:
-			if hops++; hops > maxSymlinkHops {
-				return nil, fmt.Errorf("symlink %s: too many levels of symbolic links", full)
-			}
-			f, err := cur.Dir.File(name)
-			if err != nil {
-				return nil, fmt.Errorf("symlink %s: %w", full, err)
-			}
-			// A link's target is a path: a blob longer than any path is
-			// refused unread.
-			if f.Size() > tree.MaxLinkTarget {
-				return nil, fmt.Errorf("symlink %s: target of %d bytes is longer than a path (%d)", full, f.Size(), tree.MaxLinkTarget)
-			}
-			target, err := tree.ReadAll(f)
-			if err != nil {
-				return nil, fmt.Errorf("symlink %s: %w", full, err)
-			}
-			lastLink = full + " -> " + target
-			t := path.Join(cur.Path, target)
-			if path.IsAbs(target) || t == ".." || strings.HasPrefix(t, "../") {
-				return nil, fmt.Errorf("symlink %s: %w", lastLink, ErrOutside)
-			}
-			// Start again from the root with the target and what is left.
-			parts := splitPath(t)
-			rest = append(parts, rest...)
-			pending += len(parts)
-			cur = &Node{Path: ".", Dir: r.root}
-		case tree.KindFile:
-			f, err := cur.Dir.File(name)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", full, err)
-			}
-			cur = &Node{Path: full, File: f}
-		default: // a submodule: its content is not in this repository
-			return nil, fmt.Errorf("%s: submodule: %w", full, fs.ErrNotExist)
-		}
-	}
-	return cur, nil
-}
-
-func splitPath(p string) []string {
-	if p == "." || p == "" {
-		return nil
-	}
-	return strings.Split(p, "/")
-}
+type Node = tree.Node
 
 // FS is the file system kustomize and the chart renderer see: the
 // commit's tree, read lazily, mounted at Mount, read-only. Every operation checks ctx, and
@@ -135,7 +40,7 @@ func splitPath(p string) []string {
 // real reason.
 type FS struct {
 	ctx context.Context
-	r   *resolver
+	r   *tree.Resolver
 	b   *Budget
 
 	mu    sync.Mutex
@@ -147,7 +52,7 @@ var _ filesys.FileSystem = (*FS)(nil)
 // NewFS returns the file system of the tree root, whose reads are charged
 // to b and fail once ctx is done.
 func NewFS(ctx context.Context, root tree.Dir, b *Budget) *FS {
-	return &FS{ctx: ctx, r: &resolver{root: root}, b: b}
+	return &FS{ctx: ctx, r: tree.NewResolver(root), b: b}
 }
 
 // Err is the first fault seen, or nil.
@@ -160,7 +65,7 @@ func (f *FS) Err() error {
 // Resolve looks up p, a repository-relative path, following symbolic links
 // that stay inside the tree, without remembering a fault (the caller says
 // what is wrong).
-func (f *FS) Resolve(p string) (*Node, error) { return f.r.resolve(p) }
+func (f *FS) Resolve(p string) (*Node, error) { return f.r.Resolve(p) }
 
 // Context is the render's context: once it is done, every operation fails.
 func (f *FS) Context() context.Context { return f.ctx }
@@ -206,7 +111,7 @@ func (f *FS) Lookup(p string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := f.r.resolve(r)
+	n, err := f.r.Resolve(r)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -339,10 +244,10 @@ func (f *FS) Glob(pattern string) ([]string, error) {
 		return nil, err
 	}
 	matches := []string{"."}
-	for _, part := range splitPath(r) {
+	for _, part := range tree.SplitPath(r) {
 		var next []string
 		for _, m := range matches {
-			n, err := f.r.resolve(m)
+			n, err := f.r.Resolve(m)
 			if err != nil || n.Dir == nil {
 				continue
 			}
@@ -466,13 +371,5 @@ func (i fileInfo) ModTime() time.Time { return time.Time{} }
 func (i fileInfo) IsDir() bool        { return i.n.Dir != nil }
 func (i fileInfo) Sys() any           { return nil }
 
-// ResolveDir resolves p (slash-separated, relative to root) in root,
-// following symbolic links that stay inside it: the directory there, or
-// nil when p is a file.
-func ResolveDir(root tree.Dir, p string) (tree.Dir, error) {
-	n, err := (&resolver{root: root}).resolve(p)
-	if err != nil {
-		return nil, err
-	}
-	return n.Dir, nil
-}
+// ResolveDir resolves p in root (tree.ResolveDir).
+func ResolveDir(root tree.Dir, p string) (tree.Dir, error) { return tree.ResolveDir(root, p) }

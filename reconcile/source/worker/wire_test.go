@@ -27,7 +27,7 @@ func TestSetupFailureReasons(t *testing.T) {
 		{"anything else", errors.New("no VmSize in /proc/self/status"), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := toWire(newSetupError(fmt.Errorf("render worker: %w", c.cause)), Sources{}).err()
+			got := toWire(NewSetupError(fmt.Errorf("render worker: %w", c.cause)), Classify{}).err()
 			var we *SetupError
 			if !errors.As(got, &we) {
 				t.Fatalf("%v (%T) is not a *SetupError", got, got)
@@ -49,7 +49,7 @@ func TestSetupFailureReasons(t *testing.T) {
 // TestReasonCrossesThePipe: a render error's reason survives the render
 // worker's pipe.
 func TestReasonCrossesThePipe(t *testing.T) {
-	err := toWire(fmt.Errorf("read: %w", plumbing.ErrObjectNotFound), Sources{Reason: git.WithReason, ReadFault: git.ReadFault}).err()
+	err := toWire(fmt.Errorf("read: %w", plumbing.ErrObjectNotFound), Classify{Reason: git.WithReason, ReadFault: git.ReadFault}).err()
 	var se *reason.Error
 	if !errors.As(err, &se) || se.Reason != reason.NotFound {
 		t.Fatalf("after the pipe: %#v, want a *reason.Error with reason %q", err, reason.NotFound)

@@ -22,9 +22,9 @@ import (
 
 	"recond.dev/recond/internal/reason"
 	"recond.dev/recond/internal/transient"
+	"recond.dev/recond/reconcile/source/chartspec"
 	"recond.dev/recond/reconcile/source/fetch"
-	"recond.dev/recond/reconcile/source/helm"
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/manifest"
 )
 
 // Worker runs kustomize in a process of its own: a render that computes
@@ -89,33 +89,46 @@ const Env = "_RECOND_RENDER_WORKER"
 
 // Job is one render a worker does: the revision Rev of the tree its
 // source keeps at Tree, the directory Dir in it (a chart's when Chart,
-// else a kustomization's), what a chart needs (Helm; a kustomization's
-// helmCharts too), and the name its errors go by (Label).
+// else a kustomization's or plain files'), the name its errors go by
+// (Label), what a chart needs (Helm; a
+// kustomization's helmCharts too), the render's Limits and the age keys
+// that decrypt its SOPS files, as recond read them (the worker reads
+// nothing of recond's): Keys the keys file's content, KeysFile its name,
+// KeysErr why it could not be read.
 type Job struct {
-	Tree  fetch.Location
-	Rev   string
-	Dir   string
-	Helm  *helm.Request
-	Chart bool
-	Label string
+	Tree     fetch.Location     `json:"tree"`
+	Rev      string             `json:"sha"`
+	Label    string             `json:"label"`
+	Dir      string             `json:"dir"`
+	Chart    bool               `json:"chart,omitempty"`
+	Helm     *chartspec.Request `json:"helm,omitempty"`
+	Limits   manifest.Limits    `json:"limits"`
+	Keys     []byte             `json:"ageKeys,omitempty"`
+	KeysFile string             `json:"keysFile,omitempty"`
+	KeysErr  string             `json:"keysErr,omitempty"`
 }
 
-// Render runs job in a worker process, which opens the tree again where its
-// source keeps it, under b's limits and with its age keys, and returns the
-// YAML output; the values the worker decrypted join b's.
-func (w *Worker) Render(ctx context.Context, job Job, b *render.Budget) ([]byte, error) {
+// Result is a render's outcome: the objects, the decrypted values that are
+// secret wherever they appear, and for a chart what the status page says
+// of it and what its render left out (CRD files, hooks recond does not
+// run).
+type Result struct {
+	Manifests   []manifest.Manifest
+	Sensitive   []string
+	Chart       *chartspec.Chart
+	CRDs, Hooks []string
+}
+
+// Render runs job in a worker process, which opens the tree again where
+// its source keeps it, and returns what it rendered.
+func (w *Worker) Render(ctx context.Context, job Job) (*Result, error) {
 	label := job.Label
 	mem := w.MaxMemory
 	if mem <= 0 {
 		mem = DefaultMemory
 	}
-	lim := b.Limits()
-	keys, keysFile, keysErr := b.Keys()
-	req := request{Tree: job.Tree, SHA: job.Rev, Dir: job.Dir, Limits: lim, MaxMemory: mem, Helm: job.Helm, Chart: job.Chart,
-		AgeKeys: keys, KeysFile: keysFile}
-	if keysErr != nil {
-		req.KeysErr = keysErr.Error()
-	}
+	lim := job.Limits.WithDefaults()
+	req := request{Job: job, MaxMemory: mem}
 	if d, ok := ctx.Deadline(); ok {
 		// A backstop only: the worker is killed at the deadline. CPU time
 		// counts every thread, so that is every core's for that long.
@@ -131,17 +144,16 @@ func (w *Worker) Render(ctx context.Context, job Job, b *render.Budget) ([]byte,
 	start := time.Now()
 	cmd, stdout, stderr, err := w.start(body, mem)
 	if err != nil {
-		return nil, newSetupError(fmt.Errorf("start the render worker %s: %w", w.Path, err))
+		return nil, NewSetupError(fmt.Errorf("start the render worker %s: %w", w.Path, err))
 	}
 	type answer struct {
-		out       []byte
-		sensitive []string
-		err       error
+		res *Result
+		err error
 	}
 	read := make(chan answer, 1)
 	go func() {
-		out, sensitive, err := readAnswer(stdout, lim.WithDefaults().MaxBytes, label)
-		read <- answer{out, sensitive, err}
+		res, err := readAnswer(stdout, lim.MaxBytes, label)
+		read <- answer{res, err}
 	}()
 	var ans answer
 	select {
@@ -156,10 +168,7 @@ func (w *Worker) Render(ctx context.Context, job Job, b *render.Budget) ([]byte,
 		// without writing any (it is exiting): wait for the exit.
 		werr := cmd.Wait()
 		if ans.err == nil {
-			if err := b.AddSensitive(ans.sensitive...); err != nil {
-				return nil, &render.ManifestError{File: label, Err: err}
-			}
-			return ans.out, nil
+			return ans.res, nil
 		}
 		return nil, workerDied(werr, stderr.String(), mem, req.CPU, label)
 	}
@@ -230,9 +239,9 @@ type SetupError struct{ err error }
 func (e *SetupError) Error() string { return e.err.Error() }
 func (e *SetupError) Unwrap() error { return e.err }
 
-// newSetupError is err as a *SetupError, in a *reason.Error with the
+// NewSetupError is err as a *SetupError, in a *reason.Error with the
 // reason its cause gives (setupReason), when it gives one.
-func newSetupError(err error) error {
+func NewSetupError(err error) error {
 	we := &SetupError{err}
 	if r := setupReason(err); r != "" {
 		return &reason.Error{Reason: r, Err: we}
@@ -262,39 +271,45 @@ func setupReason(err error) reason.Reason {
 // died; how is in its exit status.
 var errNoAnswer = errors.New("no answer")
 
-// readAnswer reads the worker's header line and output, refusing an
-// output over maxBytes.
-func readAnswer(r io.Reader, maxBytes int64, label string) ([]byte, []string, error) {
+// readAnswer reads the worker's header line and objects, refusing
+// objects over maxBytes (what a render may produce, with room for their
+// JSON and what the pipe says of each).
+func readAnswer(r io.Reader, maxBytes int64, label string) (*Result, error) {
+	maxBody := 2*maxBytes + (1 << 20)
 	// The header carries the decrypted values too: at most what was read.
-	br := bufio.NewReader(io.LimitReader(r, 2*maxBytes+(1<<20)))
+	br := bufio.NewReader(io.LimitReader(r, maxBody+2*maxBytes+(1<<20)))
 	line, err := br.ReadBytes('\n')
 	if err != nil {
 		if errors.Is(err, io.EOF) && len(line) == 0 {
-			return nil, nil, errNoAnswer
+			return nil, errNoAnswer
 		}
 		// Cut short, or longer than any answer may be: the caller kills
 		// the worker, which may still be writing.
-		return nil, nil, fmt.Errorf("read the render worker's answer (%d bytes of its first line): %w", len(line), err)
+		return nil, fmt.Errorf("read the render worker's answer (%d bytes of its first line): %w", len(line), err)
 	}
 	var h header
 	if err := json.Unmarshal(line, &h); err != nil {
-		return nil, nil, fmt.Errorf("read the render worker's answer: %w", err)
+		return nil, fmt.Errorf("read the render worker's answer: %w", err)
 	}
 	if h.Err != nil {
-		return nil, nil, h.Err.err()
+		return nil, h.Err.err()
 	}
-	if h.Len < 0 || h.Len > maxBytes {
-		return nil, nil, render.NewLimitError(render.LimitBytes, h.Len, maxBytes, label)
+	if h.Len < 0 || h.Len > maxBody {
+		return nil, manifest.NewLimitError(manifest.LimitBytes, h.Len, maxBytes, label)
 	}
-	out := make([]byte, h.Len)
-	if _, err := io.ReadFull(br, out); err != nil {
-		return nil, nil, fmt.Errorf("read the render worker's answer: %w", err)
+	body := make([]byte, h.Len)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return nil, fmt.Errorf("read the render worker's answer: %w", err)
 	}
-	sensitive := make([]string, len(h.Sensitive))
-	for i, v := range h.Sensitive {
-		sensitive[i] = string(v)
+	ms, err := decodeObjects(body)
+	if err != nil {
+		return nil, err
 	}
-	return out, sensitive, nil
+	res := &Result{Manifests: ms, Chart: h.Chart, CRDs: h.CRDs, Hooks: h.Hooks}
+	for _, v := range h.Sensitive {
+		res.Sensitive = append(res.Sensitive, string(v))
+	}
+	return res, nil
 }
 
 // workerDied explains a worker that exited without an answer. Running out
@@ -307,12 +322,12 @@ func workerDied(werr error, stderr string, mem, cpu int64, label string) error {
 		if werr == nil {
 			werr = errors.New("it exited without an answer")
 		}
-		return newSetupError(fmt.Errorf("render worker: %w", werr))
+		return NewSetupError(fmt.Errorf("render worker: %w", werr))
 	}
 	first := causeLine(stderr)
 	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
 		strings.Contains(stderr, "failed to allocate") {
-		return render.NewLimitError(render.LimitMemory, mem+1, mem, label)
+		return manifest.NewLimitError(manifest.LimitMemory, mem+1, mem, label)
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		switch ws.Signal() {
@@ -324,19 +339,19 @@ func workerDied(werr error, stderr string, mem, cpu int64, label string) error {
 			}
 			// Not recond (it kills only once ctx is done): the kernel's
 			// OOM killer, which takes the worker first (OOM score 1000).
-			return &render.ManifestError{File: label, Err: fmt.Errorf("the render worker was killed (SIGKILL), most likely by the kernel "+
-				"for want of memory: the container's memory limit is lower than %s (%d) allows", render.LimitFlag(render.LimitMemory), mem)}
+			return &manifest.ManifestError{File: label, Err: fmt.Errorf("the render worker was killed (SIGKILL), most likely by the kernel "+
+				"for want of memory: the container's memory limit is lower than %s (%d) allows", manifest.LimitFlag(manifest.LimitMemory), mem)}
 		}
 	}
 	if strings.HasPrefix(first, "render worker:") {
 		// The worker's own setup failed (it says why on the pipe; this is
 		// a worker that could not): not the commit's fault.
-		return newSetupError(errors.New(first))
+		return NewSetupError(errors.New(first))
 	}
 	if first == "" {
 		first = ee.Error()
 	}
-	return &render.ManifestError{File: label, Err: fmt.Errorf("the render worker crashed: %s", first)}
+	return &manifest.ManifestError{File: label, Err: fmt.Errorf("the render worker crashed: %s", first)}
 }
 
 // causeLine is the line of the worker's standard error that says why it
@@ -379,3 +394,46 @@ func (t *headBuffer) String() string {
 	defer t.mu.Unlock()
 	return t.buf.String()
 }
+
+// Check asks the worker's binary who it is and refuses it, with an error
+// wrapping ErrBinary, when it is missing, not executable, does not answer,
+// or is not of build and of this pipe's Protocol.
+func (w *Worker) Check(ctx context.Context, build string) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w %s (--%s) %s", ErrBinary, w.Path, FlagRenderBinary, fmt.Sprintf(format, args...))
+	}
+	fi, err := os.Stat(w.Path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fail("is missing: install it beside recond (the image carries both)")
+	case err != nil:
+		return fail("cannot be read: %v", err)
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+		return fail("is not an executable file (mode %s)", fi.Mode())
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	body, _ := json.Marshal(request{Version: true})
+	cmd := exec.CommandContext(ctx, w.Path)
+	cmd.Env = []string{Env + "=1", "GOTRACEBACK=none"}
+	cmd.Stdin = bytes.NewReader(body)
+	stderr := &headBuffer{max: 4 << 10}
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fail("does not answer for its version: %v %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var h header
+	line, _, _ := bytes.Cut(out, []byte("\n"))
+	if err := json.Unmarshal(line, &h); err != nil || h.Protocol == 0 {
+		return fail("does not answer as a render binary (%q)", bytes.TrimSpace(line[:min(len(line), 200)]))
+	}
+	if h.Protocol != Protocol || h.Build != build {
+		return fail("is of build %s (protocol %d); recond is of build %s (protocol %d): install the render binary of recond's own build",
+			h.Build, h.Protocol, build, Protocol)
+	}
+	return nil
+}
+
+// checkTimeout bounds the start of the render binary that answers Check.
+const checkTimeout = 30 * time.Second

@@ -1,9 +1,7 @@
-package worker
+package renderer
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,100 +11,47 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"recond.dev/recond/reconcile/source/fetch"
-	"recond.dev/recond/reconcile/source/helm"
-	"recond.dev/recond/reconcile/source/kustomize"
-	"recond.dev/recond/reconcile/source/render"
+	"recond.dev/recond/reconcile/source/worker"
 )
 
-// Sources is what a worker needs of the kinds of source: Open opens a
-// revision's tree where its source keeps it (the fetch.Location names the
-// kind); Reason gives an error its reason (a *reason.Error, left as it is
-// when it already is one); ReadFault tells an error that is a read of a
-// source's cache that failed. The source facade lists them.
-type Sources struct {
-	Open      func(loc fetch.Location, rev, dir string, lim render.Limits) (*fetch.Tree, error)
-	Reason    func(error) error
-	ReadFault func(error) bool
-}
-
-func (s Sources) reason(err error) error {
-	if s.Reason == nil {
-		return err
-	}
-	return s.Reason(err)
-}
-
-func (s Sources) readFault(err error) bool {
-	var re *render.ReadError
-	return errors.As(err, &re) || s.ReadFault != nil && s.ReadFault(err)
-}
-
-// RunIfAsked serves one render and exits when the process was started as
-// a render worker (Env is set); otherwise it returns at once. Call it
-// first thing in main (and in TestMain of tests that render through a
-// Worker).
-func RunIfAsked(src Sources) {
-	if os.Getenv(Env) != "1" {
+// RunIfAsked serves one request and exits when the process was started
+// as a render worker (worker.Env is set); otherwise it returns at once.
+// Call it first thing in the render binary's main (and in TestMain of
+// tests whose binary serves as the render binary). build is the binary's
+// version, which recond checks at start (worker.Worker.Check).
+func RunIfAsked(build string) {
+	if os.Getenv(worker.Env) != "1" {
 		return
 	}
-	os.Exit(serve(os.Stdin, os.Stdout, os.Stderr, src))
+	os.Exit(Serve(os.Stdin, os.Stdout, os.Stderr, build))
 }
 
-func serve(in io.Reader, out, diag io.Writer, src Sources) int {
-	var req request
-	if err := json.NewDecoder(io.LimitReader(in, 1<<20)).Decode(&req); err != nil {
+// Serve reads one request on in and answers it on out: a render, or the
+// binary's build (diag: what it says when it cannot answer on out). It
+// returns the process's exit code.
+func Serve(in io.Reader, out, diag io.Writer, build string) int {
+	req, err := worker.ReadRequest(in)
+	if err != nil {
 		fmt.Fprintf(diag, "render worker: read the request: %v\n", err)
 		return 2
+	}
+	if req.Version {
+		if err := worker.WriteVersion(out, build); err != nil {
+			fmt.Fprintf(diag, "render worker: write the answer: %v\n", err)
+			return 2
+		}
+		return 0
 	}
 	if err := limitSelf(req); err != nil {
 		// Said on the pipe with its reason (and on standard error, for a
 		// parent that cannot read the answer).
-		err = newSetupError(fmt.Errorf("render worker: %w", err))
+		err = worker.NewSetupError(fmt.Errorf("render worker: %w", err))
 		fmt.Fprintf(diag, "%v\n", err)
-		line, _ := json.Marshal(header{Err: toWire(err, src)})
-		_, _ = out.Write(append(line, '\n'))
+		_ = worker.WriteAnswer(out, nil, err, Classify)
 		return 2
 	}
-	b := render.NewBudget(req.Limits)
-	var keysErr error
-	if req.KeysErr != "" {
-		keysErr = errors.New(req.KeysErr)
-	}
-	b.SetKeys(req.AgeKeys, req.KeysFile, keysErr)
-	yaml, err := func() ([]byte, error) {
-		if src.Open == nil {
-			return nil, fmt.Errorf("render worker: no source opens %q", req.Tree.Source)
-		}
-		t, err := src.Open(req.Tree, req.SHA, req.Dir, req.Limits)
-		if err != nil {
-			return nil, err
-		}
-		root := t.Root
-		var h helm.Request
-		if req.Helm != nil {
-			h = *req.Helm
-		}
-		if req.Chart {
-			return helm.Build(context.Background(), root, req.Dir, b, h)
-		}
-		return kustomize.Build(context.Background(), root, req.Dir, b, h)
-	}()
-	w := bufio.NewWriter(out)
-	h := header{Len: int64(len(yaml))}
-	for _, v := range b.SecretValues() {
-		h.Sensitive = append(h.Sensitive, []byte(v))
-	}
-	if err != nil {
-		h = header{Err: toWire(err, src)}
-	}
-	line, _ := json.Marshal(h)
-	w.Write(append(line, '\n'))
-	if err == nil {
-		w.Write(yaml)
-	}
-	if err := w.Flush(); err != nil {
+	res, err := renderJob(context.Background(), req.Job, true)
+	if err := worker.WriteAnswer(out, res, err, Classify); err != nil {
 		fmt.Fprintf(diag, "render worker: write the answer: %v\n", err)
 		return 2
 	}
@@ -114,12 +59,12 @@ func serve(in io.Reader, out, diag io.Writer, src Sources) int {
 }
 
 // limitSelf sets the worker's own limits before it reads the repository.
-func limitSelf(req request) error {
+func limitSelf(req worker.Served) error {
 	// The kernel's OOM killer takes the worker before recond.
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 	mem := req.MaxMemory
 	if mem <= 0 {
-		mem = DefaultMemory
+		mem = worker.DefaultMemory
 	}
 	size, err := vmSize()
 	if err != nil {
