@@ -8,7 +8,6 @@ import (
 	"recond.dev/recond/reconcile/source/tree"
 )
 
-
 // ReadFile reads the content of f, the file name of the render, after
 // checking its size (from the object's header) against MaxFileBytes and
 // what is left of MaxBytes: a file over either is refused unread. The read
