@@ -22,7 +22,7 @@ var knownElements = map[string]bool{"html": true, "head": true, "body": true, "m
 	"header": true, "main": true, "nav": true, "section": true, "h1": true, "h2": true, "h3": true, "h4": true,
 	"p": true, "dl": true, "dt": true, "dd": true, "div": true, "span": true, "a": true, "code": true, "pre": true,
 	"time": true, "table": true, "caption": true, "thead": true, "tbody": true, "tr": true, "th": true, "td": true,
-	"ul": true, "li": true, "abbr": true, "b": true, "i": true}
+	"ul": true, "li": true, "abbr": true, "b": true, "i": true, "strong": true}
 
 // checkPage checks that page is well formed (every element known, every
 // non-void element closed in order, no end tag for a void one) and the

@@ -12,6 +12,10 @@
 // phase found, with Secret values masked as everywhere else in recond, and
 // errors through their Secret-safe text (Result.FailureText,
 // Operation.ErrorText); it never shows a Secret value or a credential.
-// Values are text escaped by html/template alone, and a bidirectional
-// formatting character on a page is shown as its code point (<U+202E>).
+// The pages are written by plain Go writers (html.go), not html/template,
+// whose calls of methods by name would cost the daemon the linker's
+// dead-method elimination. Values are escaped once, as HTML text or
+// attribute values, URLs in a link checked and normalized (escape.go), and
+// a bidirectional formatting character on a page is shown as its code
+// point (<U+202E>).
 package status

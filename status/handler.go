@@ -4,92 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"recond.dev/recond/reconcile"
 )
-
-// view is what the HTML templates read.
-type view struct {
-	S        *Status
-	Title    string
-	CSS      template.CSS
-	Refresh  int
-	Revision revLink
-	Phases   []reconcile.Phase
-	// Timeline and ObjectRows are the rows of the two tables of the main
-	// page: fragments html/template rendered once, joined with the times
-	// relative to the view.
-	Timeline   template.HTML
-	ObjectRows template.HTML
-	Objects    Objects
-	R          *record // the tick page's
-	// ID and Message are the page of a tick that is not available.
-	ID      uint64
-	Message string
-	now     time.Time
-}
-
-// revLink is a revision and, when a template is set, its commit URL.
-type revLink struct{ Rev, URL string }
-
-// When is t as a <time> element that says how long ago it was; "never"
-// when t is nil.
-func (v *view) When(t *time.Time) template.HTML {
-	var b strings.Builder
-	writeTime(&b, t, v.now)
-	return template.HTML(b.String())
-}
-
-// writeTime writes t as a <time> element that says how long before now it
-// was; "never" when t is nil. Nothing in it needs escaping: an RFC 3339
-// time and a relative duration are digits, letters, ':' and '-'.
-func writeTime(b *strings.Builder, t *time.Time, now time.Time) {
-	if t == nil {
-		b.WriteString(`<span class="m">never</span>`)
-		return
-	}
-	b.WriteString(`<time datetime="`)
-	b.WriteString(t.UTC().Format(time.RFC3339))
-	b.WriteString(`">`)
-	if d := now.Sub(*t); d > 0 {
-		b.WriteString(relative(d))
-		b.WriteString(" ago")
-	} else {
-		b.WriteString("just now")
-	}
-	b.WriteString(`</time>`)
-}
-
-// timeline writes the rows of the timeline.
-func timeline(rows []*record, now time.Time) template.HTML {
-	var b strings.Builder
-	b.Grow(len(rows) * 800)
-	for _, r := range rows {
-		b.WriteString(string(r.Head))
-		b.WriteString("<td>")
-		writeTime(&b, &r.Detail.Start, now)
-		b.WriteString("</td>")
-		b.WriteString(string(r.Tail))
-		b.WriteByte('\n')
-	}
-	return template.HTML(b.String())
-}
-
-// Next says about when t (the next tick) is due.
-func (v *view) Next(t *time.Time) template.HTML {
-	ts := t.UTC().Format(time.RFC3339)
-	when := "due now"
-	if d := t.Sub(v.now); d > time.Second {
-		when = "in about " + relative(d)
-	}
-	return template.HTML(`<time datetime="` + ts + `">` + when + `</time>`)
-}
 
 // Handler serves the status page: GET / (the header, the timeline and one
 // page of the managed objects, ?page=N), GET /ticks/{id} (one tick) and GET
@@ -134,19 +54,12 @@ func (p *Page) serveIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	s := p.snapshot()
 	st := p.status(s, n)
-	v := &view{S: st, Title: fmt.Sprintf("recond %s/%s: status", st.Namespace, st.Instance), CSS: css,
-		Revision: revLink{st.Revision, st.RevisionURL}, Phases: reconcile.Phases,
-		Timeline: timeline(s.ticks, s.now), Objects: st.Objects, now: s.now}
-	if o := st.Objects; s.objects != nil && len(o.Items) > 0 {
-		var b strings.Builder
-		from := (o.Page - 1) * o.PerPage
-		s.objects.rows(&b, from, from+len(o.Items), s.now)
-		v.ObjectRows = template.HTML(b.String())
-	}
+	v := &view{S: st, Title: fmt.Sprintf("recond %s/%s: status", st.Namespace, st.Instance),
+		Revision: revLink{st.Revision, st.RevisionURL}, ticks: s.ticks, objects: s.objects, now: s.now}
 	if p.o.Refresh > 0 {
 		v.Refresh = max(1, int(p.o.Refresh.Seconds()))
 	}
-	p.render(w, http.StatusOK, "index", v)
+	p.render(w, http.StatusOK, writeIndex, v)
 }
 
 // tickID is the tick id of the request's path, or false when it is not a
@@ -167,7 +80,7 @@ func (p *Page) serveTick(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, prog, _ := p.tick(id)
 	st := &Status{Namespace: p.info.Namespace, Instance: p.info.Instance}
-	v := &view{S: st, CSS: css, ID: id, now: p.o.Now()}
+	v := &view{S: st, ID: id, now: p.o.Now()}
 	if rec == nil {
 		v.Title = fmt.Sprintf("recond %s/%s: tick %d", st.Namespace, st.Instance, id)
 		code := http.StatusNotFound
@@ -179,14 +92,14 @@ func (p *Page) serveTick(w http.ResponseWriter, r *http.Request) {
 		default:
 			v.Message = "This tick ended but is no longer among the ticks kept."
 		}
-		p.render(w, code, "missing", v)
+		p.render(w, code, writeMissing, v)
 		return
 	}
 	t := rec.Detail
 	v.Title = fmt.Sprintf("recond %s/%s: tick %d, %s", st.Namespace, st.Instance, id, t.Outcome)
 	v.R = rec
 	v.Revision = revLink{t.Revision, p.commitURL(t.Revision)}
-	p.render(w, http.StatusOK, "tick", v)
+	p.render(w, http.StatusOK, writeTick, v)
 }
 
 func (p *Page) serveStatus(w http.ResponseWriter, r *http.Request) {
@@ -230,23 +143,20 @@ func state(id uint64, prog reconcile.Progress, rec *record) string {
 // buffers are reused across renders: a page is tens of KB.
 var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// render executes template name into a buffer first, so that a failure
-// gives a 500 rather than half a page.
-func (p *Page) render(w http.ResponseWriter, code int, name string, v *view) {
+// render writes v's page into a buffer first, then the buffer whole, with
+// its length.
+func (p *Page) render(w http.ResponseWriter, code int, page func(hw, *view), v *view) {
 	buf := buffers.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer buffers.Put(buf)
-	if err := pages.ExecuteTemplate(buf, name, v); err != nil {
-		http.Error(w, "render status page: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	page := visibleBidi(buf.Bytes())
+	page(hw{buf}, v)
+	out := visibleBidi(buf.Bytes())
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(page)))
+	h.Set("Content-Length", strconv.Itoa(len(out)))
 	securityHeaders(h)
 	w.WriteHeader(code)
-	_, _ = w.Write(page)
+	_, _ = w.Write(out)
 }
 
 // securityHeaders forbid everything the page does not use: no script, no

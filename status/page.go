@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"html/template"
 	"net/url"
 	"strings"
 	"sync"
@@ -85,27 +84,27 @@ type latest struct {
 type objectSet struct {
 	items []Object
 	mu    sync.Mutex
-	heads []template.HTML // by item; "" until rendered
+	heads []markup // by item; "" until written
 }
 
-// rows writes the table rows of items[from:to] into b.
-func (o *objectSet) rows(b *strings.Builder, from, to int, now time.Time) {
+// rows writes the table rows of items[from:to].
+func (o *objectSet) rows(h hw, from, to int, now time.Time) {
 	o.mu.Lock()
 	if o.heads == nil {
-		o.heads = make([]template.HTML, len(o.items))
+		o.heads = make([]markup, len(o.items))
 	}
 	heads := o.heads[from:to]
 	for i := range heads {
 		if heads[i] == "" {
-			heads[i] = fragment("objhead", &o.items[from+i])
+			heads[i] = objectHead(&o.items[from+i])
 		}
 	}
 	o.mu.Unlock()
-	for i, h := range heads {
-		b.WriteString(string(h))
-		b.WriteString("<td>")
-		writeTime(b, o.items[from+i].Changed, now)
-		b.WriteString("</td></tr>\n")
+	for i, head := range heads {
+		h.m(head)
+		h.m("<td>")
+		writeTime(h, o.items[from+i].Changed, now)
+		h.m("</td></tr>\n")
 	}
 }
 

@@ -1,9 +1,6 @@
 package status
 
-import (
-	"html/template"
-	"strings"
-)
+import "strings"
 
 // The palette: every colour the page uses. Each foreground has a contrast
 // of at least 4.5:1 against the background it is drawn on (contrasts,
@@ -70,8 +67,9 @@ var contrasts = []contrast{
 	{"health unknown", colHealthUnknown, colBackground},
 }
 
-// css is the page's only style sheet, inline.
-var css = template.CSS(strings.NewReplacer(
+// css is the page's only style sheet, inline: markup, written as it is
+// into <style> (it holds no "</").
+var css = markup(strings.NewReplacer(
 	"BG", colBackground, "PANEL", colPanel, "BORDER", colBorder, "TEXT", colText, "MUTED", colMuted, "LINK", colLink,
 	"CONVT", colConvergedText, "CONVB", colConvergedTint, "APPT", colAppliedText, "APPB", colAppliedTint,
 	"OOST", colOutOfSyncText, "OOSB", colOutOfSyncTint, "FAILT", colFailedText, "FAILB", colFailedTint,

@@ -2,7 +2,6 @@ package status
 
 import (
 	"fmt"
-	"html/template"
 	"regexp"
 	"strings"
 	"time"
@@ -44,15 +43,15 @@ type record struct {
 	// Summary is the failure cut for the timeline.
 	Summary string
 	// Head and Tail are the record's row of the timeline but its start
-	// time (relative to the view), rendered once.
-	Head, Tail template.HTML
+	// time (relative to the view), written once.
+	Head, Tail markup
 }
 
 // bar is one phase in a Gantt line.
 type bar struct {
 	Phase string
 	Class string
-	Style template.CSS // width:N%
+	Style string // width:N%
 }
 
 // newRecord compacts r. traceID is "" when the tick was not sampled.
@@ -141,18 +140,8 @@ func newRecord(r *reconcile.Result, traceID, traceURL string) *record {
 	}
 	rec.Detail = d
 	rec.Bars, rec.Label = gantt(r)
-	rec.Head, rec.Tail = fragment("rowhead", rec), fragment("rowtail", rec)
+	rec.Head, rec.Tail = rowHead(rec), rowTail(rec)
 	return rec
-}
-
-// fragment renders template name for data.
-func fragment(name string, data any) template.HTML {
-	var b strings.Builder
-	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
-		// The templates are fixed and tested: this is a bug.
-		panic(fmt.Sprintf("render %s: %v", name, err))
-	}
-	return template.HTML(b.String()) // produced by html/template, escaped
 }
 
 func operation(op reconcile.Operation) Operation {
@@ -193,7 +182,7 @@ func gantt(r *reconcile.Result) ([]bar, string) {
 			class += " p-fail"
 		}
 		bars = append(bars, bar{Phase: string(p.Phase), Class: class,
-			Style: template.CSS(fmt.Sprintf("width:%.1f%%", pct))})
+			Style: fmt.Sprintf("width:%.1f%%", pct)})
 		labels = append(labels, title)
 	}
 	if len(labels) == 0 {
@@ -209,7 +198,7 @@ var secretMask = regexp.MustCompile(`^<secret sha256:[0-9a-f]+>$`)
 const hidden = "<hidden>"
 
 // value renders a field value as JSON text, cut at MaxValue; the page
-// escapes it (html/template only), so < and & stay as they are. In a Secret,
+// escapes it (as HTML text only), so < and & stay as they are. In a Secret,
 // a value under data or stringData that is not the diff's mask is hidden:
 // the diff masks them, and the page does not rely on it alone.
 func value(kind, path string, v any) string {

@@ -43,7 +43,7 @@ func TestNoSecretValue(t *testing.T) {
 				}
 			}
 			for _, mask := range []string{secretMaskA, secretMaskB} {
-				// html/template writes < as &lt;.
+				// The page writes < as &lt;.
 				if got := strings.Contains(body, mask) || strings.Contains(body, strings.ReplaceAll(strings.ReplaceAll(mask, "<", "&lt;"), ">", "&gt;")) ||
 					strings.Contains(body, strings.ReplaceAll(strings.ReplaceAll(mask, "<", `\u003c`), ">", `\u003e`)); got != tc.wantMask {
 					t.Errorf("GET %s shows mask %q: %v, want %v", tc.path, mask, got, tc.wantMask)

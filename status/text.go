@@ -9,8 +9,8 @@ import (
 
 // jsonText writes v as JSON text to be read by people: strings keep <, >
 // and & as they are (encoding/json would write \u003c, \u0026), because
-// the page escapes what it shows once, with html/template, and the JSON
-// API escapes its own output.
+// the page escapes what it shows once, as HTML text, and the JSON API
+// escapes its own output.
 func jsonText(v any) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -38,7 +38,7 @@ func isBidi(r rune) bool {
 
 // visibleBidi returns page, an HTML page, with every bidirectional
 // formatting character replaced by its code point in view ("<U+202E>",
-// escaped). The page's templates hold none: any there comes from a value.
+// escaped). The page's own markup holds none: any there comes from a value.
 // page is returned as it is when it has none.
 func visibleBidi(page []byte) []byte {
 	if !hasBidi(page) {

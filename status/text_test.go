@@ -25,7 +25,7 @@ func textTick(id uint64) *reconcile.Result {
 	return r
 }
 
-// Values are shown as text: escaped by html/template only, never
+// Values are shown as text: escaped as HTML only, never
 // JSON-escaped first (no \u003c on the page), and bidirectional formatting
 // characters are shown as their code points instead of reordering the
 // text; the JSON API keeps the values as they are.
