@@ -21,7 +21,7 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ ./cmd/recond ./cmd/recond-render
+    go build -tags grpcnotrace -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ ./cmd/recond ./cmd/recond-render
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/recond /out/recond-render /usr/local/bin/

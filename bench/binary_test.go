@@ -35,7 +35,7 @@ func comparedBinary(t *testing.T) string {
 			t.Fatal(err)
 		}
 		binaryOnce.dir, binaryOnce.path = dir, dir+"/recond"
-		if out, err := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", dir+"/", "../cmd/recond", "../cmd/recond-render").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-tags", "grpcnotrace", "-trimpath", "-ldflags", "-s -w", "-o", dir+"/", "../cmd/recond", "../cmd/recond-render").CombinedOutput(); err != nil {
 			t.Fatalf("build recond: %v\n%s", err, out)
 		}
 	})

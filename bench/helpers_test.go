@@ -22,7 +22,7 @@ func benchOnly(t *testing.T) {
 func goBuild(t *testing.T, name, pkg string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), name)
-	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg).CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", "grpcnotrace", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg).CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", name, err, out)
 	}
 	return bin
@@ -35,7 +35,7 @@ func buildRecond(t *testing.T) string {
 	t.Helper()
 	bin := goBuild(t, "recond", "../cmd/recond")
 	render := filepath.Join(filepath.Dir(bin), "recond-render")
-	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", render, "../cmd/recond-render").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", "grpcnotrace", "-trimpath", "-ldflags", "-s -w", "-o", render, "../cmd/recond-render").CombinedOutput(); err != nil {
 		t.Fatalf("build recond-render: %v\n%s", err, out)
 	}
 	return bin

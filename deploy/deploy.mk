@@ -30,8 +30,8 @@ image:
 		$(DOCKER) build --build-arg VERSION=$(VERSION) -t $(IMAGE) . ; \
 	else \
 		echo "image: no Docker engine reachable ($(DOCKER) info failed): building the image's binaries with the Dockerfile's flags into bin/image/ instead"; \
-		echo "CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags \"-s -w -X main.version=$(VERSION)\" -o bin/image/ ./cmd/recond ./cmd/recond-render"; \
-		mkdir -p bin/image && CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/ ./cmd/recond ./cmd/recond-render && \
+		echo "CGO_ENABLED=0 GOOS=linux $(GO) build -tags $(BUILD_TAGS) -trimpath -ldflags \"-s -w -X main.version=$(VERSION)\" -o bin/image/ ./cmd/recond ./cmd/recond-render"; \
+		mkdir -p bin/image && CGO_ENABLED=0 GOOS=linux $(GO) build -tags $(BUILD_TAGS) -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/ ./cmd/recond ./cmd/recond-render && \
 		$(GO) run ./deploy/checkstatic bin/image/recond bin/image/recond-render && bin/image/recond version && bin/image/recond-render version; \
 	fi
 
