@@ -53,3 +53,19 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderReportsPeakRSS: a render's Result says how much memory its
+// process held at most.
+func TestRenderReportsPeakRSS(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "render")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\ncat >/dev/null; echo '{\"len\":0}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&Worker{Path: p}).Render(context.Background(), Job{Label: "plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PeakRSS <= 0 || len(res.Manifests) != 0 {
+		t.Fatalf("Result = %+v; want no objects and a peak RSS", res)
+	}
+}

@@ -117,6 +117,20 @@ type Result struct {
 	Sensitive   []string
 	Chart       *chartspec.Chart
 	CRDs, Hooks []string
+	// PeakRSS is the render process's peak resident memory, in bytes (0
+	// for a render in the calling process).
+	PeakRSS int64
+}
+
+// peakRSS is an exited process's peak resident memory, in bytes.
+func peakRSS(ps *os.ProcessState) int64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss << 10 // kilobytes on Linux
+	}
+	return 0
 }
 
 // Render runs job in a worker process, which opens the tree again where
@@ -168,6 +182,11 @@ func (w *Worker) Render(ctx context.Context, job Job) (*Result, error) {
 		// without writing any (it is exiting): wait for the exit.
 		werr := cmd.Wait()
 		if ans.err == nil {
+			ans.res.PeakRSS = peakRSS(cmd.ProcessState)
+			if w.Log != nil {
+				w.Log.DebugContext(ctx, "render done", "render", label, "objects", len(ans.res.Manifests),
+					"duration", time.Since(start).Round(time.Millisecond).String(), "peak_rss_bytes", ans.res.PeakRSS)
+			}
 			return ans.res, nil
 		}
 		return nil, workerDied(werr, stderr.String(), mem, req.CPU, label)
