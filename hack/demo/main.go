@@ -69,6 +69,7 @@ var steps = []func(*session) error{
 	makeRepository,
 	startRecond,
 	firstSync,
+	footprint,
 	rollOut,
 	drift,
 	imageBump,
