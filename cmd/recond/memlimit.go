@@ -15,7 +15,9 @@ var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/me
 
 // memoryShare is the part of the container's memory limit recond's own
 // heap may grow to before the garbage collector works harder: the rest is
-// for the render worker's start and the runtime's own.
+// for the runtime's own and for the render binary's processes
+// (recond-render, one per render, each with its own limit,
+// --render-max-memory), which count against the same container limit.
 const memoryShare = 0.8
 
 // cgroupMemoryLimit reads the container's memory limit with read: 0 when

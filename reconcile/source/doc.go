@@ -1,7 +1,7 @@
 // Package source fetches Kubernetes manifests from a Git repository or an
-// OCI registry and renders them into objects, for the reconciler to apply.
-// It is the facade of the packages below it, and the only one its callers
-// (the engine, the command) import.
+// OCI registry and has them rendered into objects, for the reconciler to
+// apply. It is the facade of the packages below it, and the only one its
+// callers (the engine, the command) import.
 //
 // A [Source] is built from a [Config] with [New]. Each reconcile tick calls
 // [Source.Fetch], which resolves the configured ref to a revision (a
@@ -26,16 +26,21 @@
 //     by a trusted key is refused (package oci/cosign).
 //
 // Open gives the revision's files as a tree (package fetch: a tree.Dir,
-// the revision's time, where a render worker opens it again), holding the
-// source's cache until the render is done; the renderers read only
+// the revision's time, where the render binary opens it again), holding
+// the source's cache until the render is done; the renderers read only
 // through it, so every renderer runs over every kind of source under the
 // same bounds, link rules and sealing: plain YAML and JSON files
 // (package render), a kustomization (package kustomize) or a Helm chart
-// (package helm), in a [Worker] process killed at the render's deadline
-// when Config.Worker is set (package worker), in-process otherwise.
-// Rendering never opens a network connection or starts a process, is
-// bounded by [Limits], decrypts SOPS-encrypted files with the age keys of
-// Config.SOPSAgeKeysFile, and no error of it quotes a secret value.
+// (package helm). Every render runs in recond's render binary,
+// recond-render (package renderer is its side of the pipe), started as a
+// [Worker] process per render and killed at the render's deadline
+// (Config.Worker; package worker): recond itself links none of the
+// renderers. Config.Renderer, without a Worker, renders in the calling
+// process (package renderer's InProcess), for the renderers' own tests.
+// A render never opens a network connection or starts a process of its
+// own, is bounded by [Limits], decrypts SOPS-encrypted files with the age
+// keys of Config.SOPSAgeKeysFile (read by recond, passed on the render's
+// pipe), and no error of it quotes a secret value.
 //
 // Credentials are read from files at every fetch, so they can be rotated
 // without a restart, and never appear in errors or in
@@ -49,7 +54,7 @@
 // carries its reason (auth, not_found, timeout, unavailable, forbidden,
 // invalid), decided once where it is made, by the kind of source that
 // made it; the loop reads it with errors.As, and the reason crosses the
-// render worker's pipe with the error. Problems with the manifests
+// render binary's pipe with the error. Problems with the manifests
 // themselves, limits included, are reported as *[ManifestError]. A render
 // that failed for a reason that may be the cache's (an object it could
 // not read) makes the next Fetch start afresh, once per revision.
