@@ -134,12 +134,13 @@ func (d dockerignore) excluded(file string) bool {
 	return out
 }
 
-// The Docker build context keeps every file `go build ./cmd/recond` reads
+// The Docker build context keeps every file `go build ./cmd/recond
+// ./cmd/recond-render` reads
 // (go.mod, go.sum, each package's Go and embedded files) and leaves out the
 // rest that matters: Git history, binaries, tests, manifests.
 func TestDockerBuildContext(t *testing.T) {
 	ig := parseDockerignore(t, "../.dockerignore")
-	cmd := exec.Command("go", "list", "-deps", "-json", "./cmd/recond")
+	cmd := exec.Command("go", "list", "-deps", "-json", "./cmd/recond", "./cmd/recond-render")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
 	if err != nil {
@@ -188,9 +189,10 @@ func TestDockerBuildContext(t *testing.T) {
 	}
 }
 
-// The Dockerfile builds the binary as make build does: CGO_ENABLED=0,
-// -trimpath, the same -ldflags (version included), and runs it as UID 65532
-// on a distroless or scratch base.
+// The Dockerfile builds the binaries as make build does: both, CGO_ENABLED=0,
+// -trimpath, the same build tags and -ldflags (version included), into the
+// same directory of the image (recond finds recond-render beside itself),
+// and runs them as UID 65532 on a distroless or scratch base.
 func TestDockerfileBuildsLikeMake(t *testing.T) {
 	dockerfile, err := os.ReadFile("../Dockerfile")
 	if err != nil {
@@ -210,7 +212,12 @@ func TestDockerfileBuildsLikeMake(t *testing.T) {
 	if norm.Replace(string(mk[1])) != norm.Replace(string(df[1])) {
 		t.Errorf("Dockerfile -ldflags %q, make build %q", df[1], mk[1])
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/recond", "FROM --platform=$BUILDPLATFORM golang:1.27 AS build"} {
+	tags := regexp.MustCompile(`(?m)^BUILD_TAGS\s*\?=\s*(\S+)`).FindSubmatch(makefile)
+	if tags == nil || !bytes.Contains(dockerfile, []byte("-tags "+string(tags[1])+" ")) {
+		t.Errorf("the Dockerfile does not build with the Makefile's BUILD_TAGS (%q)", tags)
+	}
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/recond ./cmd/recond-render", "FROM --platform=$BUILDPLATFORM golang:1.27 AS build",
+		"COPY --from=build /out/recond /out/recond-render /usr/local/bin/"} {
 		if !bytes.Contains(dockerfile, []byte(want)) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}

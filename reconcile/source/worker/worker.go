@@ -27,15 +27,15 @@ import (
 	"recond.dev/recond/reconcile/source/manifest"
 )
 
-// Worker runs kustomize in a process of its own: a render that computes
-// for ever, or grows without end, cannot hold the long-lived process's CPU,
-// memory or locks. The process is the binary at Path (recond's own,
-// re-executed), which must call RunIfAsked first thing in main (the
-// source facade's RunWorkerIfAsked). It opens the revision's tree where its
-// source keeps it on disk (a local repository, a bare clone, a cache of
-// artifacts: Sources.Open), read-only, under the same sealed file
-// system and Limits as an in-process render, and writes kustomize's output
-// back on a pipe. It runs:
+// Worker runs a render in a process of its own: a render that computes
+// for ever, or grows without end, cannot hold the long-lived process's
+// CPU, memory or locks. The process is the render binary at Path
+// (recond-render, whose main is package renderer's RunIfAsked). It opens
+// the revision's tree where its source keeps it on disk (a local
+// repository, a bare clone, a cache of artifacts), read-only, renders it
+// (plain files, a kustomization or a chart, SOPS files decrypted) under
+// the sealed file system and Limits, and writes the objects back on a
+// pipe. It runs:
 //
 //   - with an address-space limit of MaxMemory on top of what it has
 //     mapped when it starts (and GOMEMLIMIT), so that a render that grows
@@ -58,7 +58,8 @@ import (
 // A render stopped by its context returns an error that wraps
 // ErrRenderKilled and the context's error.
 type Worker struct {
-	// Path is the executable (os.Executable() of recond).
+	// Path is the render binary (Options.Worker finds it and checks its
+	// build).
 	Path string
 	// MaxMemory caps the worker's memory, in bytes (--render-max-memory);
 	// 0 is DefaultMemory.
