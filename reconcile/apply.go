@@ -33,6 +33,7 @@ func (t *tick) apply(ctx context.Context) (err error) {
 	st := t.st
 	writes, deletes := wave.Order(st.Changes)
 	owned := t.owned()
+	st.owned = owned
 	defer t.applied(ctx, owned, &err)
 	inv, err := inventoryStore{t.r}.load(ctx, st)
 	if err != nil {
@@ -68,7 +69,7 @@ func (t *tick) apply(ctx context.Context) (err error) {
 	if err := t.orphan(ctx, owned); err != nil {
 		return err
 	}
-	next := nextInventory(st, owned)
+	next := t.nextInventory(owned)
 	if err := (inventoryStore{t.r}).save(ctx, next); err != nil {
 		return err
 	}
@@ -79,18 +80,19 @@ func (t *tick) apply(ctx context.Context) (err error) {
 	return hookRunner{t.r, st}.after(ctx)
 }
 
-// owned are the live objects this instance owns, by objectKey, as the
-// apply goes (none on a quiet tick, which writes nothing).
-func (t *tick) owned() map[string]bool {
-	owned := map[string]bool{}
-	if t.st.quiet == nil {
-		for _, l := range t.st.Live {
-			if ownedBy(l.GetLabels(), t.r.cfg.Name) {
-				owned[objectKey(l)] = true
-			}
-		}
+// owned are the live objects this instance owns, as the apply goes (none
+// on a quiet tick, which writes nothing): an incremental tick's are the
+// last tick's, corrected for the objects it read again (deltaFor); a full
+// tick's are found walking every live object.
+func (t *tick) owned() *ownership {
+	st := t.st
+	if st.quiet != nil {
+		return ownershipOf(nil, t.r.cfg.Name)
 	}
-	return owned
+	if d := st.delta; d != nil && d.base.owned != nil {
+		return d.base.owned
+	}
+	return ownershipOf(st.Live, t.r.cfg.Name)
 }
 
 // applied ends the apply phase: what the tick meant to write and never
@@ -98,7 +100,7 @@ func (t *tick) owned() map[string]bool {
 // apply's report; a suspension made while the tick wrote, which stopped it
 // where it was (what it did not write is reported as differences, not as a
 // failure); and the objects recond owns after the tick.
-func (t *tick) applied(ctx context.Context, owned map[string]bool, errp *error) {
+func (t *tick) applied(ctx context.Context, owned *ownership, errp *error) {
 	st, err := t.st, *errp
 	if err != nil && !t.r.cfg.DryRun {
 		st.Counts.NotWritten = max(len(st.Changes)-len(st.Ops), 0)
@@ -114,7 +116,7 @@ func (t *tick) applied(ctx context.Context, owned map[string]bool, errp *error) 
 	if q := st.quiet; q != nil {
 		st.Counts.Managed = q.managed
 	} else {
-		st.Counts.Managed = len(owned)
+		st.Counts.Managed = owned.size()
 	}
 }
 
@@ -141,11 +143,11 @@ func (t *tick) held(ctx context.Context, h *hold, err error) error {
 // recordKinds records the kinds about to be written before writing them,
 // with the revision still the last one applied in full: if this tick
 // stops half way, the next one still lists (and can prune) what it wrote.
-func (t *tick) recordKinds(ctx context.Context, writes []diff.Change, inv *inventory.Inventory, owned map[string]bool) error {
+func (t *tick) recordKinds(ctx context.Context, writes []diff.Change, inv *inventory.Inventory, owned *ownership) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	pre := nextInventory(t.st, owned)
+	pre := t.nextInventory(owned)
 	pre.Revision = inv.Revision
 	for _, k := range inv.Kinds {
 		pre.Add(k)
@@ -190,7 +192,7 @@ func (t *tick) write(ctx context.Context, c diff.Change) outcome {
 }
 
 // wrote records a write's outcome.
-func (t *tick) wrote(c diff.Change, o outcome, owned map[string]bool) {
+func (t *tick) wrote(c diff.Change, o outcome, owned *ownership) {
 	st := t.st
 	op := Operation{Kind: c.Kind, Name: c.Name, Action: c.Action, Err: o.err, Duration: o.took,
 		APIVersion: c.Desired.GetAPIVersion(), Fields: fieldPaths(c), Recreated: st.recreating(c.Desired)}
@@ -210,7 +212,7 @@ func (t *tick) wrote(c diff.Change, o outcome, owned map[string]bool) {
 	// What the server made of the desired object is, by definition, what
 	// applying it gives.
 	t.r.mem.created(c.Desired, o.out)
-	owned[objectKey(c.Desired)] = true
+	owned.own(objectKey(c.Desired), c.Live)
 	if c.Action == diff.Create {
 		st.Counts.Created++
 	} else {
@@ -234,7 +236,7 @@ func (t *tick) prune(ctx context.Context, c diff.Change) outcome {
 }
 
 // pruned records a prune's outcome.
-func (t *tick) pruned(c diff.Change, o outcome, owned map[string]bool) {
+func (t *tick) pruned(c diff.Change, o outcome, owned *ownership) {
 	st := t.st
 	if o.changed {
 		st.Deferred = append(st.Deferred, refOf(c.Live))
@@ -252,7 +254,7 @@ func (t *tick) pruned(c diff.Change, o outcome, owned map[string]bool) {
 	// The kind stays in the inventory for one more tick: an object a
 	// finalizer holds is still there, terminating, and must be seen.
 	st.pruned = append(st.pruned, c.Live.GroupVersionKind())
-	delete(owned, objectKey(c.Live))
+	owned.disown(objectKey(c.Live))
 	st.Counts.Pruned++
 }
 
@@ -334,7 +336,7 @@ func call(ctx context.Context, c diff.Change, fn func(context.Context, diff.Chan
 // orphan removes recond's labels and provenance annotations from the owned
 // objects that left Git with recond.dev/prune: disabled: they are no
 // longer recond's, and never pruned.
-func (t *tick) orphan(ctx context.Context, owned map[string]bool) error {
+func (t *tick) orphan(ctx context.Context, owned *ownership) error {
 	r, st := t.r, t.st
 	for _, l := range st.Orphans {
 		if err := st.stopped(); err != nil {
@@ -351,7 +353,7 @@ func (t *tick) orphan(ctx context.Context, owned map[string]bool) error {
 		}
 		st.wrote = true
 		r.mem.forget(l)
-		delete(owned, objectKey(l))
+		owned.disown(objectKey(l))
 		st.Orphaned = append(st.Orphaned, refOf(l))
 		st.Counts.Orphaned++
 		r.log.InfoContext(ctx, "orphaned: left Git with "+AnnotationPrune+": disabled; recond's labels removed, not deleted",
@@ -521,31 +523,4 @@ func (t *tick) dryRun(ctx context.Context, writes []diff.Change) ([]diff.Change,
 		kept = append(kept, c)
 	}
 	return kept, nil
-}
-
-// nextInventory keeps every kind Git names, every kind of which this
-// instance still owns an object and every recorded kind the server does not
-// serve now, and records the revision as applied.
-func nextInventory(st *State, owned map[string]bool) *inventory.Inventory {
-	inv := &inventory.Inventory{Revision: st.Revision}
-	if st.inv != nil && len(st.Hooks) > 0 {
-		// A revision without hooks forgets the last one's: going back to
-		// it later runs its hooks again, as a new revision would.
-		inv.Hooks = st.inv.Hooks.Clone()
-	}
-	for _, d := range st.Desired {
-		inv.Add(d.GroupVersionKind())
-	}
-	for _, l := range st.Live {
-		if owned[objectKey(l)] {
-			inv.Add(l.GroupVersionKind())
-		}
-	}
-	for _, k := range st.unserved {
-		inv.Add(k)
-	}
-	for _, k := range st.pruned {
-		inv.Add(k)
-	}
-	return inv
 }

@@ -15,6 +15,7 @@ import (
 
 	"recond.dev/recond/reconcile"
 	"recond.dev/recond/reconcile/cluster"
+	"recond.dev/recond/reconcile/inventory"
 	"recond.dev/recond/reconcile/watch"
 )
 
@@ -135,6 +136,9 @@ func TestIncrementalTickFindsWhatAFullTickFinds(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "delete ConfigMap/extra: delete"},
+		{"owner label removed live", func(t *testing.T, h *harness) {
+			patchConfigMap(t, h, "c", `{"metadata":{"labels":{"`+reconcile.LabelInstance+`":null}}}`)
+		}, "update ConfigMap/c"},
 		{"opt-out annotation added live", func(t *testing.T, h *harness) {
 			patchConfigMap(t, h, "c", `{"metadata":{"annotations":{"`+reconcile.AnnotationReconcile+`":"disabled"}},"data":{"k":"mine now"}}`)
 		}, "ConfigMap/c (reconcile_disabled)"},
@@ -170,22 +174,26 @@ func TestIncrementalTickFindsWhatAFullTickFinds(t *testing.T) {
 
 // With self-heal on, the tick a drift asks for heals it incrementally, and
 // so does the next one, which reads the written object again; both find
-// what a full tick finds, and the namespace stays converged.
+// what a full tick finds (the objects owned and the inventory recorded
+// included), and the namespace stays converged.
 func TestIncrementalHealThenConverged(t *testing.T) {
 	h, wc := deltaReconciler(t, true)
 	tickAs(t, h, reconcile.TriggerInterval)
 	settle(t, h, wc)
-	for i := range 3 {
+	drifts := []string{`{"data":{"k":"drift 0"}}`, `{"metadata":{"labels":{"` + reconcile.LabelInstance + `":null}},"data":{"k":"drift 1"}}`,
+		`{"data":{"k":"drift 2"}}`}
+	for i, drift := range drifts {
 		gen, _ := wc.Generation()
-		patchConfigMap(t, h, "a", fmt.Sprintf(`{"data":{"k":"drift %d"}}`, i))
+		patchConfigMap(t, h, "a", drift)
 		waitGeneration(t, wc, gen)
 		before := reconcile.IncrementalTicks(h.rec)
 		r := tickAs(t, h, reconcile.TriggerWatch)
 		if r.Counts.Updated != 1 || reconcile.IncrementalTicks(h.rec) != before+1 {
 			t.Fatalf("drift %d: updated %d, incremental %t; want a heal by an incremental tick", i, r.Counts.Updated, reconcile.IncrementalTicks(h.rec) != before)
 		}
-		if got := h.get(gvrConfigMap, "a").Object["data"].(map[string]any)["k"]; got != "a" {
-			t.Fatalf("drift %d: not healed: k=%v", i, got)
+		healed := h.get(gvrConfigMap, "a")
+		if got := healed.Object["data"].(map[string]any)["k"]; got != "a" || healed.GetLabels()[reconcile.LabelInstance] != "recond" {
+			t.Fatalf("drift %d: not healed: k=%v, labels %v", i, got, healed.GetLabels())
 		}
 		waitGeneration(t, wc, gen+1)
 		time.Sleep(50 * time.Millisecond) // the write's own event
@@ -193,9 +201,15 @@ func TestIncrementalHealThenConverged(t *testing.T) {
 		if next.Outcome != reconcile.OutcomeConverged || reconcile.IncrementalTicks(h.rec) != before+2 {
 			t.Fatalf("drift %d: the tick after the heal: %s, incremental %t", i, next.Outcome, reconcile.IncrementalTicks(h.rec) == before+2)
 		}
+		inv := h.get(gvrConfigMap, inventory.Name("recond"))
 		full := tickAs(t, h, reconcile.TriggerManual)
 		if d := cmp.Diff(viewOf(full), viewOf(next)); d != "" {
 			t.Errorf("drift %d: the tick after the heal differs from a full one (-full +incremental):\n%s", i, d)
+		}
+		// The full tick records the inventory the incremental ones did:
+		// it finds nothing to rewrite.
+		if after := h.get(gvrConfigMap, inventory.Name("recond")); after.GetResourceVersion() != inv.GetResourceVersion() {
+			t.Errorf("drift %d: the full tick rewrote the inventory the incremental ones recorded: %v, then %v", i, inv.Object["data"], after.Object["data"])
 		}
 	}
 }

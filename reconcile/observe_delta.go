@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -64,6 +65,9 @@ type deltaMemo struct {
 	equivalent []string
 	// carry are the objects the tick wrote or deleted.
 	carry []objectName
+	// owned is what the tick's apply left of the objects the instance
+	// owns (nil: the next tick finds them walking every live object).
+	owned *ownership
 	// health is the health phase's finding, healthIdx the index of each
 	// object in health.Objects by objectKey; healthUntil as in quietMemo.
 	health      *Health
@@ -110,6 +114,10 @@ type desiredIndex struct {
 	// different API groups): "Kind/name" does not tell them apart, and no
 	// tick at this render is incremental.
 	ambiguous bool
+	// kinds are the render's kinds as the inventory records them
+	// (desiredKinds), made once.
+	kindsOnce sync.Once
+	kinds     []schema.GroupVersionKind
 }
 
 func newDesiredIndex(desired []*unstructured.Unstructured) *desiredIndex {
@@ -249,9 +257,16 @@ func (t *tick) deltaFor(ctx context.Context, invKinds []schema.GroupVersionKind)
 	if r.mem.takeDelta() != b {
 		return nil
 	}
-	// The memo's live objects, with those read again in place.
+	// The memo's live objects, with those read again in place, and what
+	// the instance owns of them.
 	live := slices.Clone(b.live)
 	for _, rd := range reads {
+		if b.owned != nil {
+			b.owned.disown(rd.key)
+			if rd.u != nil && ownedBy(rd.u.GetLabels(), r.cfg.Name) {
+				b.owned.own(rd.key, rd.u)
+			}
+		}
 		i, had := b.liveIdx[rd.key]
 		switch {
 		case rd.u != nil && had:
@@ -359,7 +374,7 @@ func (t *tick) keepDelta(res *Result) {
 	}
 	m := &deltaMemo{revision: st.Revision, desired: st.Desired, gen: st.gen, kinds: st.listed,
 		invKinds: slices.Clone(st.inv.Kinds), live: st.Live, skipped: st.Skipped, equivalent: st.Equivalent,
-		carry: carry, health: st.Health, healthUntil: st.healthUntil}
+		carry: carry, owned: st.owned, health: st.Health, healthUntil: st.healthUntil}
 	if d := st.delta; d != nil {
 		m.liveIdx = d.base.liveIdx
 	} else {

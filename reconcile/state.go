@@ -112,6 +112,7 @@ type State struct {
 	// delta is what an incremental tick works on (observe_delta.go);
 	// listed the kinds observe listed (or, incremental, the memo's).
 	delta       *deltaTick
+	owned       *ownership // what the apply phase left of the objects owned
 	listed      map[schema.GroupKind]schema.GroupVersionKind
 	gen         uint64
 	genOK       bool
