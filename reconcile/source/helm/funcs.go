@@ -1,10 +1,15 @@
 package helm
 
 import (
+	"bytes"
 	"crypto/hmac"
+	crand "crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/pem"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -17,6 +22,8 @@ import (
 	"time"
 
 	"github.com/Masterminds/sprig/v3"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+
 	"recond.dev/recond/reconcile/source/chartspec"
 )
 
@@ -230,6 +237,19 @@ var generatedOnceNames = []string{
 	"genSignedCert", "genSignedCertWithKey", "bcrypt", "htpasswd", "encryptAES",
 }
 
+// generatedCalls counts the calls of the generated-once functions of a
+// render, and calls onFirst (when set) at the first.
+type generatedCalls struct {
+	n       atomic.Int64
+	onFirst func()
+}
+
+func (g *generatedCalls) add() {
+	if g.n.Add(1) == 1 && g.onFirst != nil {
+		g.onFirst()
+	}
+}
+
 // generatedOnceFuncs are Sprig's functions of generatedOnceNames, each
 // counting its calls in n. With stand-ins, they return instead values of
 // the same types whose strings differ at every call, at no cost (a key
@@ -238,8 +258,9 @@ var generatedOnceNames = []string{
 // the same arguments before it, never by its place among the other calls:
 // what a stand-in reaches is a function of the ordinary inputs alone
 // (helmgenerated.go), which a call added elsewhere in the chart does not
-// change.
-func generatedOnceFuncs(n *atomic.Int64, standIns bool) template.FuncMap {
+// change. Without stand-ins, the certificate makers that make their own
+// RSA key take it from keys (when not nil): the same key, made ahead.
+func generatedOnceFuncs(n *generatedCalls, standIns bool, keys *keyPool) template.FuncMap {
 	all := sprig.TxtFuncMap()
 	fm := template.FuncMap{}
 	var (
@@ -252,8 +273,15 @@ func generatedOnceFuncs(n *atomic.Int64, standIns bool) template.FuncMap {
 			continue
 		}
 		v := reflect.ValueOf(fn)
+		var withKey reflect.Value
+		if w, ok := all[name+"WithKey"]; ok && keys != nil && slices.Contains(keyMakers, name) {
+			withKey = reflect.ValueOf(w)
+			if wt, ft := withKey.Type(), v.Type(); wt.NumIn() != ft.NumIn()+1 || wt.In(ft.NumIn()).Kind() != reflect.String || wt.IsVariadic() || ft.IsVariadic() {
+				panic("sprig: " + name + "WithKey changed its signature") // a test renders each of them
+			}
+		}
 		fm[name] = reflect.MakeFunc(v.Type(), func(args []reflect.Value) []reflect.Value {
-			n.Add(1)
+			n.add()
 			if standIns {
 				h := sha256.New()
 				for _, a := range args {
@@ -266,6 +294,12 @@ func generatedOnceFuncs(n *atomic.Int64, standIns bool) template.FuncMap {
 				mu.Unlock()
 				return standIn(v.Type(), fmt.Sprintf("recond-stand-in-%s-%d", key, call))
 			}
+			if withKey.IsValid() {
+				if key, err := keys.take(name); err == nil {
+					return withKey.Call(append(slices.Clone(args), reflect.ValueOf(key)))
+				}
+				// Made here instead, with the error it has then.
+			}
 			if v.Type().IsVariadic() {
 				return v.CallSlice(args)
 			}
@@ -273,6 +307,80 @@ func generatedOnceFuncs(n *atomic.Int64, standIns bool) template.FuncMap {
 		}).Interface()
 	}
 	return fm
+}
+
+// keyMakers are the certificate makers that make an RSA key of keyBits
+// of their own, each with a <name>WithKey that takes it as PEM instead.
+var keyMakers = []string{"genCA", "genSelfSignedCert", "genSignedCert"}
+
+// keyBits is the size of the RSA keys Sprig's certificate makers make.
+const keyBits = 2048
+
+// callsSigned reports whether a chart's templates (its own and its
+// subcharts') call genSignedCert, as text.
+func callsSigned(files []*archive.BufferedFile) bool {
+	for _, f := range files {
+		if !isTemplate(f.Name) {
+			continue
+		}
+		for rest := f.Data; ; {
+			i := bytes.Index(rest, []byte("genSignedCert"))
+			if i < 0 {
+				break
+			}
+			if rest = rest[i+len("genSignedCert"):]; !bytes.HasPrefix(rest, []byte("WithKey")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keyPool hands out the RSA keys of a render's certificate makers. A key
+// takes tens of milliseconds, and a CA is made to sign: when genCA is
+// called in a chart whose templates call genSignedCert, the key of the
+// certificate it is about to sign is made on another core, beside the
+// CA's own, and the next certificate maker takes it. Each key is made by
+// crypto/rsa from the system's randomness, as the maker would make it,
+// and handed out once.
+type keyPool struct {
+	signed bool // the templates call genSignedCert
+
+	mu    sync.Mutex
+	ahead chan madeKey // a key made ahead, or being made
+}
+
+type madeKey struct {
+	pem string
+	err error
+}
+
+// take returns a new key for the certificate maker name, PEM-encoded
+// (PKCS #1, as Sprig encodes an RSA key).
+func (p *keyPool) take(name string) (string, error) {
+	p.mu.Lock()
+	ahead := p.ahead
+	p.ahead = nil
+	if name == "genCA" && p.signed {
+		p.ahead = make(chan madeKey, 1)
+		go func(c chan<- madeKey) { c <- makeKey() }(p.ahead)
+	}
+	p.mu.Unlock()
+	k := madeKey{}
+	if ahead != nil {
+		k = <-ahead
+	} else {
+		k = makeKey()
+	}
+	return k.pem, k.err
+}
+
+func makeKey() madeKey {
+	k, err := rsa.GenerateKey(crand.Reader, keyBits)
+	if err != nil {
+		return madeKey{err: err}
+	}
+	return madeKey{pem: string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))}
 }
 
 // standIn returns zero values of ft's results, with every string (and

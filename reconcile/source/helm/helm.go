@@ -10,12 +10,12 @@ import (
 	"maps"
 	"os"
 	"path"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"text/template"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	cutil "helm.sh/helm/v4/pkg/chart/common/util"
@@ -89,19 +89,24 @@ func Build(ctx context.Context, root tree.Dir, dir string, b *render.Budget, req
 		}
 	}()
 	tfs := render.NewFS(ctx, root, b)
-	files, gen, ch, err := renderChart(ctx, tfs, dir, req)
+	in, err := readChart(tfs, dir, req)
 	if err != nil {
 		return nil, render.Fault(err, label)
 	}
 	// Objects whose text the key and certificate makers (or a random salt)
-	// changed are found by rendering a second time: they are created when
-	// missing and never rewritten because of them.
+	// changed are found by rendering a second time, with stand-ins: they
+	// are created when missing and never rewritten because of them. The
+	// second render starts, beside the first, at the first such call: it
+	// reads nothing again (the files and values read once), and checks
+	// nothing again (the same values meet the same schema).
+	standIn := in.standInRender(ctx, req)
+	files, gen, ch, err := in.render(ctx, req, true, standIn.start)
+	if err != nil {
+		return nil, render.Fault(err, label)
+	}
 	var again map[string]string
 	if gen > 0 {
-		again2 := req
-		again2.standIns = true
-		// A budget of its own: reading the chart again is not reading more.
-		if again, _, _, err = renderChart(ctx, render.NewFS(ctx, root, b.Again()), dir, again2); err != nil {
+		if again, err = standIn.wait(); err != nil {
 			return nil, render.Fault(err, label)
 		}
 	}
@@ -219,29 +224,60 @@ func differingPaths(a, b any, at []string, out [][]string) [][]string {
 	return out
 }
 
-// renderChart loads the chart at dir afresh (rendering changes a loaded
-// chart), merges the values, checks them and renders every template. It
-// returns the rendered files (NOTES.txt left out) and how many calls the
-// functions whose output cannot be repeated had.
-func renderChart(ctx context.Context, tfs *render.FS, dir string, req Request) (map[string]string, int64, *chartv2.Chart, error) {
+// chartInput is what rendering a chart reads, read once: the chart's
+// files, the chart loaded from them, and its values merged.
+type chartInput struct {
+	dir   string
+	files []*archive.BufferedFile
+	ch    *chartv2.Chart
+	vals  map[string]any
+	// signed: the chart's templates call genSignedCert (keyPool).
+	signed bool
+}
+
+// readChart reads the chart at dir and the values req names, and checks
+// them: the chart's kind and dependencies, the values files' bounds.
+func readChart(tfs *render.FS, dir string, req Request) (*chartInput, error) {
 	label := Label(dir)
-	ch, err := loadChart(tfs, dir)
+	files, err := readChartFiles(tfs, dir)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, err
+	}
+	ch, err := loadFiles(dir, files)
+	if err != nil {
+		return nil, err
 	}
 	vals, err := helmValues(tfs, req.Values)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, err
 	}
 	for i, doc := range req.inline {
 		if err := tfs.Budget().Inspect(label, doc, false); err != nil {
-			return nil, 0, nil, err
+			return nil, err
 		}
 		cur, err := loaderv2.LoadValues(bytes.NewReader(doc))
 		if err != nil {
-			return nil, 0, nil, &render.ManifestError{File: label, Err: fmt.Errorf("values %d: %w", i+1, err)}
+			return nil, &render.ManifestError{File: label, Err: fmt.Errorf("values %d: %w", i+1, err)}
 		}
 		vals = loaderv2.MergeMaps(vals, cur)
+	}
+	return &chartInput{dir: dir, files: files, ch: ch, vals: vals, signed: callsSigned(files)}, nil
+}
+
+// render merges the values, checks them (first: the render that checks
+// the values against the chart's schemas) and renders every template of
+// the chart, loaded afresh from its files unless first (rendering changes
+// a loaded chart; a render that is not first has values of its own). It returns the rendered files (NOTES.txt left out), how many
+// calls the functions whose output cannot be repeated had, and the chart
+// as rendered. onGenerated is called at the first such call.
+func (in *chartInput) render(ctx context.Context, req Request, first bool, onGenerated func()) (map[string]string, int64, *chartv2.Chart, error) {
+	dir, label := in.dir, Label(in.dir)
+	ch, vals := in.ch, in.vals
+	if !first {
+		var err error
+		if ch, err = loadFiles(dir, cloneFiles(in.files)); err != nil {
+			return nil, 0, nil, err
+		}
 	}
 	caps, err := helmCapabilities(req)
 	if err != nil {
@@ -258,11 +294,17 @@ func renderChart(ctx context.Context, tfs *render.FS, dir string, req Request) (
 	if err != nil {
 		return nil, 0, nil, &render.ManifestError{File: label, Err: fmt.Errorf("values: %w", err)}
 	}
-	if err := validateSchemas(ch, rv["Values"].(common.Values)); err != nil {
-		return nil, 0, nil, &render.ManifestError{File: label, Err: err}
+	if first {
+		if err := validateSchemas(ch, rv["Values"].(common.Values)); err != nil {
+			return nil, 0, nil, &render.ManifestError{File: label, Err: err}
+		}
 	}
-	var gen atomic.Int64
-	e := engine.Engine{CustomTemplateFuncs: sealedFuncs(req, &gen)}
+	gen := &generatedCalls{onFirst: onGenerated}
+	var keys *keyPool
+	if !req.standIns {
+		keys = &keyPool{signed: in.signed}
+	}
+	e := engine.Engine{CustomTemplateFuncs: sealedFuncs(req, gen, keys)}
 	files, err := e.RenderWithContext(ctx, ch, rv)
 	if err != nil {
 		return nil, 0, nil, &render.ManifestError{File: label, Err: err}
@@ -272,7 +314,82 @@ func renderChart(ctx context.Context, tfs *render.FS, dir string, req Request) (
 			delete(files, k)
 		}
 	}
-	return files, gen.Load(), ch, nil
+	return files, gen.n.Load(), ch, nil
+}
+
+// standInRender is the render with stand-ins of a chart, which start
+// starts (once; the first render's first call of a generated-once
+// function) and wait waits for (starting it if it did not start).
+type standInRender struct {
+	once  sync.Once
+	done  chan struct{}
+	files map[string]string
+	err   error
+	run   func()
+}
+
+func (in *chartInput) standInRender(ctx context.Context, req Request) *standInRender {
+	s := &standInRender{done: make(chan struct{})}
+	again := req
+	again.standIns = true
+	// Values of its own, copied before the first render starts.
+	own := *in
+	own.vals = copyValues(in.vals)
+	s.run = func() {
+		defer close(s.done)
+		defer func() {
+			if p := recover(); p != nil {
+				s.files, s.err = nil, fmt.Errorf("helm failed: %v", p)
+			}
+		}()
+		s.files, _, _, s.err = own.render(ctx, again, false, nil)
+	}
+	return s
+}
+
+func (s *standInRender) start() { s.once.Do(func() { go s.run() }) }
+
+func (s *standInRender) wait() (map[string]string, error) {
+	s.start()
+	<-s.done
+	return s.files, s.err
+}
+
+// cloneFiles copies the list of a chart's files (the loader renames the
+// ones of a subchart), sharing their content.
+func cloneFiles(files []*archive.BufferedFile) []*archive.BufferedFile {
+	out := make([]*archive.BufferedFile, len(files))
+	for i, f := range files {
+		c := *f
+		out[i] = &c
+	}
+	return out
+}
+
+// copyValues is a deep copy of values as the values loader makes them
+// (maps, lists and scalars).
+func copyValues(v map[string]any) map[string]any {
+	out := make(map[string]any, len(v))
+	for k, x := range v {
+		out[k] = copyValue(x)
+	}
+	return out
+}
+
+func copyValue(x any) any {
+	switch x := x.(type) {
+	case map[string]any:
+		return copyValues(x)
+	case common.Values:
+		return common.Values(copyValues(x))
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyValue(e)
+		}
+		return out
+	}
+	return x
 }
 
 // appliedHook reports whether recond runs hook h: one of its events is
@@ -352,12 +469,15 @@ func linkedDirectory(dir, rel, target string) error {
 		"or its packaged .tgz), or link its files one by one", what, target)}
 }
 
-// loadChart reads the chart at dir through tfs, as `helm template` reads a
-// chart directory: .helmignore honoured, a UTF-8 byte order mark dropped.
-// Only apiVersion v1 and v2 application charts are rendered, and every
-// dependency Chart.yaml names must be in the chart's charts/ (nothing is
-// ever downloaded).
-func loadChart(tfs *render.FS, dir string) (*chartv2.Chart, error) {
+// readChartFiles reads the files of the chart at dir through tfs, as `helm
+// template` reads a chart directory: .helmignore honoured, a UTF-8 byte
+// order mark dropped. It walks the chart's directories as tfs.Walk does
+// (symbolic links are read through tfs, which follows them only inside
+// the repository). A template is read within the budget's bounds, but not
+// inspected as YAML: it is the text of a template, never parsed as YAML
+// (its output is, when it is decoded); every other file is read as any
+// file of a render (render.FS.ReadRaw).
+func readChartFiles(tfs *render.FS, dir string) ([]*archive.BufferedFile, error) {
 	top := render.Abs(dir)
 	rules := ignore.Empty()
 	if data, err := tfs.ReadFile(path.Join(top, ignore.HelmIgnore)); err == nil {
@@ -366,44 +486,154 @@ func loadChart(tfs *render.FS, dir string) (*chartv2.Chart, error) {
 		}
 	}
 	rules.AddDefaults()
-	var files []*archive.BufferedFile
-	err := tfs.Walk(top, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, top), "/")
-		if rel == "" {
-			return nil
-		}
-		if fi.IsDir() {
-			if rules.Ignore(rel, fi) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if rules.Ignore(rel, fi) {
-			return nil
-		}
-		data, err := tfs.ReadRaw(p)
-		if err != nil {
-			if n, lerr := tfs.Lookup(p); lerr == nil && n.File == nil {
-				return linkedDirectory(dir, rel, n.Path)
-			}
-			return err
-		}
-		if base := path.Base(rel); (base == "values.yaml" || base == "values.schema.json") && render.MaybeSOPS(data) &&
-			(sops.Encrypted(sops.YAML, data) || sops.Encrypted(sops.JSON, data) ||
-				sops.Stripped(sops.YAML, data) != nil || sops.Stripped(sops.JSON, data) != nil) {
-			// Helm would render its ciphertext: say where encrypted values go.
-			return &render.ManifestError{File: path.Join(dir, rel), Err: &render.DecryptError{File: path.Join(dir, rel), Err: errors.New(
-				"SOPS-encrypted: a chart's own values are read as committed; give encrypted values with --" + FlagValues)}}
-		}
-		files = append(files, &archive.BufferedFile{Name: rel, Data: bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))})
-		return nil
-	})
+	n, err := tfs.Lookup(top)
 	if err != nil {
 		return nil, err
 	}
+	if n.Dir == nil {
+		return nil, nil // no chart there: the loader says so
+	}
+	r := chartReader{tfs: tfs, dir: dir, rules: rules}
+	if err := r.walk(n.Dir, n.Path, ""); err != nil {
+		return nil, err
+	}
+	return r.files, nil
+}
+
+// chartReader reads a chart's files (readChartFiles).
+type chartReader struct {
+	tfs   *render.FS
+	dir   string
+	rules *ignore.Rules
+	files []*archive.BufferedFile
+}
+
+// walk reads the directory d of the chart, at the repository-relative
+// path at and the chart-relative path rel ("" for the chart itself).
+func (r *chartReader) walk(d tree.Dir, at, rel string) error {
+	ctx := r.tfs.Context()
+	for _, e := range d.Entries() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		erel, eat := path.Join(rel, e.Name), path.Join(at, e.Name)
+		switch e.Kind {
+		case tree.KindDir:
+			if r.rules.Ignore(erel, entryInfo{name: e.Name, dir: true}) {
+				continue
+			}
+			sub, err := d.Dir(e.Name)
+			if err != nil {
+				return err
+			}
+			if err := r.walk(sub, eat, erel); err != nil {
+				return err
+			}
+		case tree.KindFile, tree.KindSymlink:
+			f, err := d.File(e.Name)
+			if err != nil {
+				continue // as tfs.Walk: not a file it can read
+			}
+			if r.rules.Ignore(erel, entryInfo{name: e.Name, size: f.Size()}) {
+				continue
+			}
+			if err := r.read(e.Kind, f, eat, erel); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// read reads the file f at the repository-relative path at (the chart's
+// rel): a regular template straight from the tree, anything else through
+// tfs (a link, resolved).
+func (r *chartReader) read(kind tree.EntryKind, f tree.File, at, rel string) error {
+	tfs, p := r.tfs, render.Abs(at)
+	var data []byte
+	var err error
+	switch {
+	case isTemplate(rel) && kind == tree.KindFile:
+		data, err = tfs.Budget().ReadFile(at, f)
+	case isTemplate(rel):
+		data, err = readTemplate(tfs, p)
+	default:
+		data, err = tfs.ReadRaw(p)
+	}
+	if err != nil {
+		if n, lerr := tfs.Lookup(p); lerr == nil && n.File == nil {
+			return linkedDirectory(r.dir, rel, n.Path)
+		}
+		return err
+	}
+	if base := path.Base(rel); (base == "values.yaml" || base == "values.schema.json") && render.MaybeSOPS(data) &&
+		(sops.Encrypted(sops.YAML, data) || sops.Encrypted(sops.JSON, data) ||
+			sops.Stripped(sops.YAML, data) != nil || sops.Stripped(sops.JSON, data) != nil) {
+		// Helm would render its ciphertext: say where encrypted values go.
+		return &render.ManifestError{File: path.Join(r.dir, rel), Err: &render.DecryptError{File: path.Join(r.dir, rel), Err: errors.New(
+			"SOPS-encrypted: a chart's own values are read as committed; give encrypted values with --" + FlagValues)}}
+	}
+	r.files = append(r.files, &archive.BufferedFile{Name: rel, Data: bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))})
+	return nil
+}
+
+// entryInfo is a directory entry as .helmignore's rules read one.
+type entryInfo struct {
+	name string
+	dir  bool
+	size int64
+}
+
+func (i entryInfo) Name() string { return i.name }
+func (i entryInfo) Size() int64  { return i.size }
+func (i entryInfo) Mode() os.FileMode {
+	if i.dir {
+		return os.ModeDir | 0o555
+	}
+	return 0o444
+}
+func (i entryInfo) ModTime() time.Time { return time.Time{} }
+func (i entryInfo) IsDir() bool        { return i.dir }
+func (i entryInfo) Sys() any           { return nil }
+
+// isTemplate reports whether rel, a path in a chart, is one of its
+// templates or of a subchart's (charts/<name>/templates/...): Helm
+// loads it as the text of a template.
+func isTemplate(rel string) bool {
+	for {
+		if strings.HasPrefix(rel, "templates/") {
+			return true
+		}
+		sub, ok := strings.CutPrefix(rel, "charts/")
+		if !ok {
+			return false
+		}
+		if _, rel, ok = strings.Cut(sub, "/"); !ok {
+			return false
+		}
+	}
+}
+
+// readTemplate reads the file at p (in the mount) within the budget's
+// bounds (its size, the bytes left), without inspecting it as YAML.
+func readTemplate(tfs *render.FS, p string) ([]byte, error) {
+	n, err := tfs.Lookup(p)
+	if err != nil {
+		return nil, err
+	}
+	if n.File == nil {
+		return nil, fmt.Errorf("%s: is a directory", n.Path)
+	}
+	if err := tfs.Context().Err(); err != nil {
+		return nil, err
+	}
+	return tfs.Budget().ReadFile(n.Path, n.File)
+}
+
+// loadFiles loads the chart at dir from its files. Only apiVersion v1 and
+// v2 application charts are rendered, and every dependency Chart.yaml
+// names must be in the chart's charts/ (nothing is ever downloaded).
+func loadFiles(dir string, files []*archive.BufferedFile) (*chartv2.Chart, error) {
 	ch, err := loaderv2.LoadFiles(files)
 	if err != nil {
 		return nil, &render.ManifestError{File: dir, Err: fmt.Errorf("load chart: %w", err)}
@@ -496,9 +726,9 @@ func helmCapabilities(req Request) (*common.Capabilities, error) {
 
 // sealedFuncs replaces the template functions whose result would depend
 // on something else than the commit: time, randomness, DNS, the cluster.
-func sealedFuncs(req Request, gen *atomic.Int64) template.FuncMap {
+func sealedFuncs(req Request, gen *generatedCalls, keys *keyPool) template.FuncMap {
 	fm := repeatableFuncs(req.Seed, req.Now)
-	for name, fn := range generatedOnceFuncs(gen, req.standIns) {
+	for name, fn := range generatedOnceFuncs(gen, req.standIns, keys) {
 		fm[name] = fn
 	}
 	fm["lookup"] = func(string, string, string, string) (map[string]any, error) { return map[string]any{}, nil }
@@ -531,7 +761,11 @@ func KustomizeChart(ctx context.Context, tfs *render.FS, base Request, hr sealed
 	if len(hr.APIVersions) > 0 {
 		req.APIVersions = append(slices.Clone(req.APIVersions), hr.APIVersions...)
 	}
-	files, _, ch, err := renderChart(ctx, tfs, dir, req)
+	in, err := readChart(tfs, dir, req)
+	if err != nil {
+		return nil, err
+	}
+	files, _, ch, err := in.render(ctx, req, true, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -50,6 +51,7 @@ func Serve(in io.Reader, out, diag io.Writer, build string) int {
 		_ = worker.WriteAnswer(out, nil, err, Classify)
 		return 2
 	}
+	collectLate()
 	res, err := renderJob(context.Background(), req.Job, true)
 	if err := worker.WriteAnswer(out, res, err, Classify); err != nil {
 		fmt.Fprintf(diag, "render worker: write the answer: %v\n", err)
@@ -99,6 +101,38 @@ func limitSelf(req worker.Served) error {
 	}
 	return nil
 }
+
+// firstCollection is the heap at which the render binary collects its
+// garbage for the first time (collectLate).
+const firstCollection = 64 << 20
+
+// collectLate has the collector wait, in the render binary, until the heap
+// first reaches firstCollection (or the memory limit, when lower), and
+// then collect as it does by default (GOGC, the memory limit as set):
+// a render lives for one job, and most renders end before their heap
+// grows that large, without having spent time collecting memory a process
+// about to exit gives back anyway. The limits stay what they are
+// (RLIMIT_AS, and a soft memory limit no higher than before).
+func collectLate() {
+	limit := debug.SetMemoryLimit(-1)
+	percent := debug.SetGCPercent(-1)
+	if percent < 0 {
+		debug.SetGCPercent(percent) // GOGC=off: asked for, left as it is
+		return
+	}
+	debug.SetMemoryLimit(min(limit, firstCollection))
+	// The first collection finds the sentinel unreachable and runs its
+	// finalizer, which restores the collector's settings.
+	runtime.SetFinalizer(new(gcSentinel), func(*gcSentinel) {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	})
+}
+
+// gcSentinel is an object of its own (not one of the tiny allocator's,
+// which share a block with others): the first collection finds it
+// unreachable.
+type gcSentinel struct{ _ [4]*byte }
 
 // rlimitNames names the limits the worker sets, for its errors.
 var rlimitNames = map[int]string{
