@@ -121,3 +121,37 @@ data:
 		}
 	}
 }
+
+// BenchmarkPlainRender reads n plain ConfigMaps in-process and in the
+// render binary (here the test binary, as recond starts recond-render):
+// what a revision of plain files costs now that every render runs there.
+//
+//	go test -run XXX -bench PlainRender -benchtime 20x ./reconcile/source/
+func BenchmarkPlainRender(b *testing.B) {
+	for _, n := range []int{90, 900, 3000} {
+		var all strings.Builder
+		for i := range n {
+			fmt.Fprintf(&all, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c%d\ndata:\n  k: v\n", i)
+		}
+		dir := b.TempDir()
+		sha := newTestRepo(b, dir).commit(map[string]string{"app/all.yaml": all.String()})
+		exe, _ := os.Executable()
+		for _, c := range []struct {
+			name string
+			cfg  Config
+		}{
+			{fmt.Sprintf("objects=%d/in-process", n), Config{URL: dir, Path: "app", Renderer: inProcess}},
+			{fmt.Sprintf("objects=%d/render-binary", n), Config{URL: dir, Path: "app", Worker: &Worker{Path: exe}}},
+		} {
+			s := mustNew(b, c.cfg)
+			b.Run(c.name, func(b *testing.B) {
+				for b.Loop() {
+					ms, err := s.Render(context.Background(), sha)
+					if err != nil || len(ms) != n {
+						b.Fatalf("Render = %d objects, %v", len(ms), err)
+					}
+				}
+			})
+		}
+	}
+}
