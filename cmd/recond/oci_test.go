@@ -20,6 +20,7 @@ import (
 // registry's credentials appear nowhere (logs, status page, spans); wrong ones
 // fail the read with reason auth.
 func TestOCISource(t *testing.T) {
+	cp.Require(t)
 	const user, pass = "deployer", "s3cret-Pa55word-oci"
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{Front: true, Users: map[string]string{user: pass}})
 	creds := reg.DockerConfig(t, user, pass)

@@ -64,6 +64,7 @@ var nsCounter atomic.Int64
 // Namespace creates a fresh namespace for one test.
 func (cp *ControlPlane) Namespace(t testing.TB) string {
 	t.Helper()
+	cp.Require(t)
 	name := fmt.Sprintf("%s-%d", sanitize(t.Name()), nsCounter.Add(1))
 	_, err := cp.Client.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
