@@ -47,6 +47,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		elems := strings.Split(path, "/")
+		compacted := compact(d)
 		for gvk, root := range d.kinds {
 			typ := d.typeOf(root, elems)
 			if !valid[typ] {
@@ -54,6 +55,9 @@ func FuzzParse(f *testing.F) {
 			}
 			if again := again.typeOf(again.kinds[gvk], elems); again != typ {
 				t.Fatalf("%s %s: typed %s, then %s", gvk, path, typ, again)
+			}
+			if c := compacted[gvk].typeOf(elems); c != typ {
+				t.Fatalf("%s %s: compacted, typed %s; the document types %s", gvk, path, c, typ)
 			}
 		}
 	})

@@ -36,11 +36,12 @@ type Types struct {
 	now            func() time.Time
 
 	mu sync.RWMutex
-	// docs holds the parsed document of each group-version fetched, urls
-	// the URL (with hash) it came from.
-	docs map[schema.GroupVersion]*document
+	// docs holds the kinds of each group-version's document fetched,
+	// compacted (the parsed document is not kept), urls the URL (with
+	// hash) it came from.
+	docs map[schema.GroupVersion]*compacted
 	urls map[schema.GroupVersion]string
-	// kinds maps each kind of the fetched documents to its schema.
+	// kinds maps each kind of the fetched documents to its fields.
 	kinds map[schema.GroupVersionKind]kindSchema
 	// missing holds kinds looked for and not found, with when.
 	missing map[schema.GroupVersionKind]time.Time
@@ -50,8 +51,14 @@ type Types struct {
 }
 
 type kindSchema struct {
-	doc  *document
-	root *node
+	doc  *compacted
+	root *field
+}
+
+// compacted is what is kept of a group-version's document: its kinds'
+// fields.
+type compacted struct {
+	kinds map[schema.GroupVersionKind]*field
 }
 
 // New builds Types that read the documents of the API server cfg names.
@@ -73,7 +80,7 @@ func NewForDiscovery(d discovery.DiscoveryInterface) *Types {
 func newTypes(c openapi.ClientWithContext) *Types {
 	return &Types{
 		client: c, now: time.Now,
-		docs: map[schema.GroupVersion]*document{}, urls: map[schema.GroupVersion]string{},
+		docs: map[schema.GroupVersion]*compacted{}, urls: map[schema.GroupVersion]string{},
 		kinds: map[schema.GroupVersionKind]kindSchema{}, missing: map[schema.GroupVersionKind]time.Time{},
 	}
 }
@@ -88,7 +95,7 @@ func (t *Types) TypeOf(gvk schema.GroupVersionKind, path []string) diff.FieldTyp
 	if !ok {
 		return diff.FieldUnknown
 	}
-	return k.doc.typeOf(k.root, path)
+	return k.root.typeOf(path)
 }
 
 // Known reports whether a fetched document describes kind gvk.
@@ -186,12 +193,12 @@ func (t *Types) fetch(ctx context.Context, gv schema.GroupVersion, gvDoc openapi
 	if err != nil {
 		return fmt.Errorf("parse %s: %w", docPath(gv), err)
 	}
-	t.store(gv, url, doc)
+	t.store(gv, url, &compacted{kinds: compact(doc)})
 	return nil
 }
 
 // store replaces gv's document and the kinds it describes.
-func (t *Types) store(gv schema.GroupVersion, url string, doc *document) {
+func (t *Types) store(gv schema.GroupVersion, url string, doc *compacted) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for gvk, k := range t.kinds {
