@@ -115,3 +115,24 @@ func (m *memoryReleaser) afterTick() bool {
 	m.last, m.releasedAt = now, m.allocated()
 	return true
 }
+
+// gcPercent is the garbage collector's target (GOGC) of `recond run` when
+// the environment sets none. The runtime's default, 100, lets the heap grow
+// to twice what is live before it collects, and the runtime keeps that
+// much resident: for a process that holds a few MiB to a few tens of MiB
+// of watch caches and desired objects and waits between ticks, that
+// headroom is most of its resident memory. At 50, the heap grows to one
+// and a half times what is live: some 9 MiB less resident with 900 objects
+// held, for twice the collections, which stay a few per cent of a tick's
+// CPU. GOGC in the environment overrides it.
+const gcPercent = 50
+
+// setGCPercent sets the garbage collector's target to gcPercent unless
+// GOGC set one; it returns the target in force and where it came from.
+func setGCPercent(getenv func(string) string, set func(int) int) (string, string) {
+	if v := getenv("GOGC"); v != "" {
+		return v, "GOGC"
+	}
+	set(gcPercent)
+	return strconv.Itoa(gcPercent), "default"
+}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"recond.dev/recond/leader"
@@ -50,6 +52,9 @@ func (a *app) run(ctx context.Context) int {
 		return 2
 	}
 	defer stop()
+	// A long-lived process with a small heap: less headroom (gcPercent).
+	gc, gcFrom := setGCPercent(os.Getenv, debug.SetGCPercent)
+	a.log.Info("garbage collector", "gc_percent", gc, "gc_percent_from", gcFrom)
 	mem := newMemoryReleaser()
 	loop := func(ctx context.Context) {
 		a.loopSince.Store(time.Now().UnixNano())
