@@ -84,19 +84,27 @@ func (s *Source) render(ctx context.Context, t *fetch.Tree) ([]Manifest, error) 
 	if keysErr != nil {
 		job.KeysErr = keysErr.Error()
 	}
-	req, err := s.helmRequest(ctx, t.Time)
-	job.Chart, job.Label = renderKind(t.Dir, s.dir)
-	var capsErr *capabilitiesError
-	if errors.As(err, &capsErr) && !job.Chart {
-		// Only a kustomization's helmCharts entry needs them: it fails
-		// with this error.
-		req.CapsErr, err = err.Error(), nil
-	}
-	if err != nil {
-		return nil, err
+	var kust bool
+	job.Chart, kust, job.Label = renderKind(t.Dir, s.dir)
+	var req helmRequest
+	if job.Chart || kust {
+		// What a chart, or a kustomization's helmCharts entry, needs.
+		var err error
+		req, err = s.helmRequest(ctx, t.Time)
+		var capsErr *capabilitiesError
+		if errors.As(err, &capsErr) && !job.Chart {
+			// Only a kustomization's helmCharts entry needs them: it
+			// fails with this error.
+			req.CapsErr, err = err.Error(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	res, err := s.withSeed(ctx, &req, func() (*worker.Result, error) {
-		job.Helm = &req
+		if job.Chart || kust {
+			job.Helm = &req
+		}
 		return r.Render(ctx, job)
 	})
 	if err != nil {
@@ -137,21 +145,21 @@ var kustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Ku
 
 // renderKind tells how the directory dir (d) renders, and the name its
 // render's errors go by: a chart (a Chart.yaml there), a kustomization,
-// or plain files.
-func renderKind(d tree.Dir, dir string) (chart bool, label string) {
+// or plain files (neither).
+func renderKind(d tree.Dir, dir string) (chart, kustomization bool, label string) {
 	isFile := func(name string) bool {
 		e, err := d.Entry(name)
 		return err == nil && (e.Kind == KindFile || e.Kind == KindSymlink)
 	}
 	if isFile(chartspec.File) {
-		return true, chartspec.Label(dir)
+		return true, false, chartspec.Label(dir)
 	}
 	for _, name := range kustomizationFiles {
 		if isFile(name) {
-			return false, "kustomize build " + dir
+			return false, true, "kustomize build " + dir
 		}
 	}
-	return false, dir
+	return false, false, dir
 }
 
 // SensitiveValues are the values a render of sha decrypted that are secret
