@@ -49,11 +49,12 @@ const (
 // normally from Fetch). For a remote repository the commit must be in the
 // cache, i.e. Fetch must have returned it.
 //
-// Render checks that each object has apiVersion, kind and metadata.name,
-// that its numbers are exact and that the render stays within
-// Config.Limits; namespaces, duplicates and scope are the caller's concern.
-// It never opens a network connection or starts a process, and returns
-// soon after ctx is done.
+// The render runs in the render binary (Config.Worker), which checks that
+// each object has apiVersion, kind and metadata.name, that its numbers are
+// exact and that the render stays within Config.Limits; namespaces,
+// duplicates and scope are the caller's concern. The render opens no
+// network connection; the process it runs in is killed soon after ctx is
+// done.
 func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
 	t, err := s.f.Open(sha)
 	var re *fetch.RevisionError
@@ -73,6 +74,8 @@ func (s *Source) Render(ctx context.Context, sha string) ([]Manifest, error) {
 	return ms, nil
 }
 
+// render sends the revision's tree to the renderer and keeps what the
+// loop asks of the render later: the values it decrypted, the chart.
 func (s *Source) render(ctx context.Context, t *fetch.Tree) ([]Manifest, error) {
 	sha := t.Rev
 	r := s.renderer()
