@@ -51,7 +51,6 @@ var floors = map[string]int{
 	"reconcile/schema":                       2,
 	"reconcile/source/git/signature/sigtest": 2,
 	"reconcile/source/render":                2,
-	"reconcile/source/worker":                2,
 	"reconcile/wave":                         2,
 
 	// Floor 3.
@@ -63,6 +62,7 @@ var floors = map[string]int{
 	// Floor 4.
 	"reconcile/hook":             4,
 	"reconcile/source/kustomize": 4,
+	"reconcile/source/worker":    4,
 	"reconcile/watch":            4,
 	"reconcile/writerule":        4,
 
